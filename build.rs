@@ -1,0 +1,89 @@
+//! Build script: records where OpenVINO was found (it is loaded at run time, so nothing links
+//! against it here) and, with feature `sycl`, compiles the C++ SYCL shim and links the DPC++ runtime.
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    for var in [
+        "OPENVINO_INSTALL_DIR",
+        "INTEL_OPENVINO_DIR",
+        "OpenVINO_DIR",
+        "SYCL_ROOT",
+        "CMPLR_ROOT",
+        "ONEAPI_ROOT",
+        "NPU_SYCL_BRIDGE_HOME",
+        "PATH",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    // docs.rs and `cargo doc` need no native library at all.
+    let docs_only = std::env::var_os("DOCS_RS").is_some();
+
+    // The target directory, so that run-time code can find the virtual Level Zero platform that
+    // `cargo build -p virtual-l0` puts next to the test binaries.
+    if let Some(profile_dir) = profile_dir() {
+        println!("cargo:rustc-env=NPU_SYCL_BRIDGE_PROFILE_DIR={}", profile_dir.display());
+    }
+
+    match native_finder::find_openvino() {
+        Ok(found) => {
+            println!("cargo:rustc-env=NPU_SYCL_BRIDGE_OPENVINO_C={}", found.library.display());
+            println!("cargo:warning=npu-sycl-bridge: OpenVINO: {found}");
+        }
+        Err(nf) => {
+            println!("cargo:rustc-env=NPU_SYCL_BRIDGE_OPENVINO_C=");
+            if !docs_only {
+                let first = nf.to_string().lines().next().unwrap_or_default().to_string();
+                println!("cargo:warning=npu-sycl-bridge: {first} It is loaded at run time; see `cargo xtask setup`.");
+            }
+        }
+    }
+
+    #[cfg(feature = "sycl")]
+    if !docs_only {
+        sycl::build();
+    }
+}
+
+/// `target/<profile>` for this build, derived from OUT_DIR (`target/<profile>/build/<pkg>-<hash>/out`).
+fn profile_dir() -> Option<std::path::PathBuf> {
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR")?);
+    out.ancestors().nth(3).map(|p| p.to_path_buf())
+}
+
+#[cfg(feature = "sycl")]
+mod sycl {
+    pub fn build() {
+        let found = match native_finder::find_sycl() {
+            Ok(f) => f,
+            Err(nf) => panic!("feature `sycl`: {nf}"),
+        };
+        println!("cargo:warning=npu-sycl-bridge: SYCL runtime: {found}");
+        let include = found.include_dir.clone().expect("the SYCL finder always sets include_dir");
+
+        let sources = ["cpp/sycl_shim.cpp"];
+        let mut build = cxx_build::bridge("src/sycl/ffi.rs");
+        build
+            .files(sources)
+            .include("include")
+            .include(&include)
+            .std("c++17")
+            .define("SYCL_DISABLE_FSYCL_SYCLHPP_WARNING", None)
+            .flag_if_supported("-Wno-deprecated-declarations")
+            .flag_if_supported("-Wno-unused-parameter");
+        if let Some(icpx) = native_finder::icpx() {
+            println!("cargo:warning=npu-sycl-bridge: compiling the shim with {}", icpx.display());
+            build.compiler(icpx);
+        }
+        build.compile("npu_sycl_bridge_shim");
+
+        for f in sources.iter().chain(["include/npu_sycl_bridge/sycl_shim.hpp", "src/sycl/ffi.rs"].iter()) {
+            println!("cargo:rerun-if-changed={f}");
+        }
+        println!("cargo:rustc-link-search=native={}", found.lib_dir.display());
+        let name = found.library.file_name().unwrap().to_string_lossy().into_owned();
+        println!("cargo:rustc-link-lib=dylib:+verbatim={name}");
+        // Test binaries, examples and the doctor find libsycl without LD_LIBRARY_PATH.
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", found.lib_dir.display());
+        println!("cargo:rustc-env=NPU_SYCL_BRIDGE_SYCL_LIB_DIR={}", found.lib_dir.display());
+    }
+}

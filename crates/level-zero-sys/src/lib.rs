@@ -1,0 +1,1 @@
+//! Raw Level Zero bindings (being written).

@@ -1,0 +1,1 @@
+//! Virtual Level Zero platform (being written).

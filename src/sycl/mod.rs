@@ -1,0 +1,2 @@
+//! SYCL side (feature `sycl`).
+mod ffi;
