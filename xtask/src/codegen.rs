@@ -1,4 +1,16 @@
-//! Regenerates the Level Zero bindings. Filled in with crates/level-zero-sys.
+//! Regenerates `crates/level-zero-sys/src/generated.rs` from the pinned Level Zero headers
+//! (fetched by `setup --codegen`). bindgen lives in its own package so that ordinary builds of
+//! xtask (and so `cargo xtask test` on CI) never compile it.
+
+use crate::{root, run_cmd};
+use std::process::Command;
+
 pub fn run() -> Result<(), String> {
-    Err("codegen is not implemented yet".into())
+    let out = root().join("crates/level-zero-sys/src/generated.rs");
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(["run", "--quiet", "--package", "level-zero-codegen", "--"])
+        .arg(native_finder::level_zero_headers())
+        .arg(&out);
+    run_cmd(&mut cmd)?;
+    run_cmd(Command::new("rustfmt").args(["--edition", "2021"]).arg(&out))
 }

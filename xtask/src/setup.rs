@@ -105,6 +105,7 @@ fn level_zero_headers(pins: &Pins) -> Result<(), String> {
     let private = |cmd: &mut Command| {
         cmd.arg(format!("-o=Dir::Etc::SourceList={}", sources.display()))
             .arg("-o=Dir::Etc::SourceParts=/dev/null")
+            .arg("-o=APT::Sandbox::User=root")
             .arg(format!("-o=Dir::State::Lists={}", lists.display()))
             .arg(format!("-o=Dir::Cache={}", state.join("cache").display()));
     };
@@ -126,7 +127,7 @@ fn level_zero_headers(pins: &Pins) -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("{package}_{version}")))
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("{package}_{}", version.split('-').next().unwrap_or(version))))
         .ok_or("the downloaded .deb is missing")?;
     let unpack = state.join("unpacked");
     let _ = std::fs::remove_dir_all(&unpack);
