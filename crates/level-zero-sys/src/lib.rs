@@ -15,6 +15,7 @@ mod generated;
 pub use generated::*;
 
 pub mod loader;
+pub mod npu;
 
 /// `ZE_MAKE_VERSION(major, minor)` from `ze_api.h`: major in the high 16 bits.
 pub const fn ze_make_version(major: u32, minor: u32) -> u32 {
