@@ -1,0 +1,199 @@
+//! External memory: dma-buf export and import.
+//!
+//! **Who owns the fd.**
+//! - [`L0Allocation::export_dma_buf`] returns an [`OwnedFd`]: the caller owns it and closes it
+//!   (dropping it does). The exported buffer stays valid while either the allocation or any fd to
+//!   it (or any import of it) lives.
+//! - [`Context::import_dma_buf`] borrows the fd: the driver makes its own reference to the buffer
+//!   (Intel's drivers and the virtual platform do; Level Zero itself does not say), so the caller
+//!   keeps ownership and may close the fd after the call returns.
+//! - [`Context::import_dma_buf_owned`] takes the fd by value and keeps it open for as long as the
+//!   allocation lives; it is closed exactly once, after `zeMemFree`. Use it when you do not want to
+//!   rely on the driver's reference.
+
+use std::fmt;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use super::{api, check, sys, Context, Device, L0Allocation};
+use crate::error::{Error, Result};
+
+/// `ze_external_memory_type_flags_t`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ExternalMemoryTypes(u32);
+
+impl ExternalMemoryTypes {
+    /// No type.
+    pub const NONE: Self = Self(0);
+    /// `ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD`.
+    pub const OPAQUE_FD: Self = Self(sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD);
+    /// `ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF`: Linux dma-buf fds.
+    pub const DMA_BUF: Self = Self(sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF);
+    /// `ZE_EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION` (0x100): ordinary page-aligned process
+    /// memory (the NPU's system-memory import, OpenVINO's CPU_VA).
+    pub const STANDARD_ALLOCATION: Self = Self(sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION);
+
+    /// From raw bits.
+    pub fn from_bits(bits: u32) -> Self {
+        Self(bits)
+    }
+    /// The raw bits.
+    pub fn bits(&self) -> u32 {
+        self.0
+    }
+    /// Whether every flag of `other` is set.
+    pub fn contains(&self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for ExternalMemoryTypes {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Debug for ExternalMemoryTypes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names = Vec::new();
+        for (flag, name) in [
+            (Self::OPAQUE_FD, "OPAQUE_FD"),
+            (Self::DMA_BUF, "DMA_BUF"),
+            (Self::STANDARD_ALLOCATION, "STANDARD_ALLOCATION"),
+        ] {
+            if self.contains(flag) {
+                names.push(name.to_string());
+            }
+        }
+        let rest = self.0 & !(Self::OPAQUE_FD.0 | Self::DMA_BUF.0 | Self::STANDARD_ALLOCATION.0);
+        if rest != 0 {
+            names.push(format!("{rest:#x}"));
+        }
+        write!(f, "ExternalMemoryTypes({})", if names.is_empty() { "NONE".into() } else { names.join("|") })
+    }
+}
+
+impl Context {
+    /// `zeMemAllocDevice` with `ze_external_memory_export_desc_t{DMA_BUF}`: device memory that
+    /// [`L0Allocation::export_dma_buf`] can export.
+    ///
+    /// # Errors
+    /// [`Unsupported`](crate::ErrorKind::Unsupported) when the device does not list DMA_BUF in its
+    /// export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
+    pub fn alloc_device_exportable(self: &Arc<Self>, device: Device, size: usize, align: usize) -> Result<L0Allocation> {
+        let ext = device.external_memory_properties()?;
+        if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
+            return Err(Error::unsupported(
+                "dma-buf",
+                format!("{device:?} cannot export dma-buf memory (export types {:?})", ext.export),
+            ));
+        }
+        let export = sys::ze_external_memory_export_desc_t {
+            stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC,
+            pNext: std::ptr::null(),
+            flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+        };
+        let desc = sys::ze_device_mem_alloc_desc_t {
+            stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
+            pNext: std::ptr::addr_of!(export).cast(),
+            flags: 0,
+            ordinal: 0,
+        };
+        // SAFETY: the chain is one export descriptor, valid for zeMemAllocDevice, alive for the call.
+        unsafe { self.alloc_device_with(&desc, device, size, align, None) }
+    }
+
+    /// Imports a dma-buf: `zeMemAllocDevice` on `device` (or `zeMemAllocHost` when `device` is
+    /// `None`) with `ze_external_memory_import_fd_t{DMA_BUF, fd}`, mapping `size` bytes of it.
+    ///
+    /// The fd is borrowed: the caller keeps it and may close it once this returns (see the
+    /// module docs). `size` must not exceed the buffer.
+    pub fn import_dma_buf(self: &Arc<Self>, device: Option<Device>, fd: BorrowedFd<'_>, size: usize) -> Result<L0Allocation> {
+        // SAFETY: a borrowed, open fd for the duration of the call; nothing is kept.
+        unsafe { self.import_fd(device, fd.as_raw_fd(), size, None) }
+    }
+
+    /// Like [`import_dma_buf`](Self::import_dma_buf), but takes ownership of `fd`: it stays open
+    /// while the allocation lives and is closed once, after `zeMemFree`. On error it is closed
+    /// before this returns.
+    pub fn import_dma_buf_owned(self: &Arc<Self>, device: Option<Device>, fd: OwnedFd, size: usize) -> Result<L0Allocation> {
+        let raw = fd.as_raw_fd();
+        // SAFETY: `fd` is open and moves into the allocation.
+        unsafe { self.import_fd(device, raw, size, Some(fd)) }
+    }
+
+    /// # Safety
+    /// `fd` is open for the duration of the call; `keep` is `fd` itself or `None`.
+    unsafe fn import_fd(self: &Arc<Self>, device: Option<Device>, fd: i32, size: usize, keep: Option<OwnedFd>) -> Result<L0Allocation> {
+        if let Some(device) = device {
+            let ext = device.external_memory_properties()?;
+            if !ext.import.contains(ExternalMemoryTypes::DMA_BUF) {
+                return Err(Error::unsupported(
+                    "dma-buf",
+                    format!("{device:?} cannot import dma-buf memory (import types {:?})", ext.import),
+                ));
+            }
+        }
+        let import = sys::ze_external_memory_import_fd_t {
+            stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD,
+            pNext: std::ptr::null(),
+            flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+            fd,
+        };
+        match device {
+            Some(device) => {
+                let desc = sys::ze_device_mem_alloc_desc_t {
+                    stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
+                    pNext: std::ptr::addr_of!(import).cast(),
+                    flags: 0,
+                    ordinal: 0,
+                };
+                // SAFETY: the chain is one import descriptor whose fd is open (caller contract).
+                unsafe { self.alloc_device_with(&desc, device, size, 0, keep) }
+            }
+            None => {
+                let desc = sys::ze_host_mem_alloc_desc_t {
+                    stype: sys::ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
+                    pNext: std::ptr::addr_of!(import).cast(),
+                    flags: 0,
+                };
+                // SAFETY: as above.
+                unsafe { self.alloc_host_with(&desc, size, 4096, keep) }
+            }
+        }
+    }
+}
+
+impl L0Allocation {
+    /// Exports the allocation as a dma-buf fd (`zeMemGetAllocProperties` with
+    /// `ze_external_memory_export_fd_t{DMA_BUF}`). Each call returns a new fd that the caller owns
+    /// and closes; the allocation must have been made with
+    /// [`Context::alloc_device_exportable`].
+    pub fn export_dma_buf(&self) -> Result<OwnedFd> {
+        let api = api()?;
+        let mut export = sys::ze_external_memory_export_fd_t {
+            stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD,
+            pNext: std::ptr::null(),
+            flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+            fd: -1,
+        };
+        let mut props = sys::ze_memory_allocation_properties_t {
+            stype: sys::ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES,
+            pNext: std::ptr::addr_of_mut!(export).cast(),
+            ..Default::default()
+        };
+        let mut device = std::ptr::null_mut();
+        // SAFETY: a live context and allocation; the chain is one export-fd struct alive for the call.
+        let r = unsafe { api.zeMemGetAllocProperties(self.context().as_raw(), self.as_ptr(), &mut props, &mut device) };
+        check(r, "zeMemGetAllocProperties")?;
+        if export.fd < 0 {
+            return Err(Error::unsupported(
+                "dma-buf",
+                "the driver returned no fd for the export (was the memory allocated with alloc_device_exportable?)",
+            ));
+        }
+        // SAFETY: the driver returned a new fd that the caller (we) owns, per the export contract.
+        Ok(unsafe { OwnedFd::from_raw_fd(export.fd) })
+    }
+}

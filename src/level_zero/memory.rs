@@ -1,0 +1,251 @@
+//! Level Zero memory: allocation queries and owning allocations.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::os::fd::OwnedFd;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use super::context::non_null;
+use super::{api, sys, Context, Device};
+use crate::error::{Error, Result};
+
+/// `ze_memory_type_t`: what kind of allocation a pointer is in.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// Not an allocation of this context's driver (plain process memory, another driver's memory).
+    Unknown,
+    /// Host memory (`zeMemAllocHost`, or an import the driver reports as host).
+    Host,
+    /// Device memory.
+    Device,
+    /// Shared memory.
+    Shared,
+    /// `ZE_MEMORY_TYPE_HOST_IMPORTED` (4, spec ≥ 1.13): imported system memory.
+    HostImported,
+    /// Another value.
+    Other(u32),
+}
+
+impl MemoryKind {
+    pub(crate) fn from_raw(t: sys::ze_memory_type_t) -> Self {
+        match t {
+            sys::ZE_MEMORY_TYPE_UNKNOWN => Self::Unknown,
+            sys::ZE_MEMORY_TYPE_HOST => Self::Host,
+            sys::ZE_MEMORY_TYPE_DEVICE => Self::Device,
+            sys::ZE_MEMORY_TYPE_SHARED => Self::Shared,
+            4 => Self::HostImported,
+            other => Self::Other(other),
+        }
+    }
+
+    /// Whether the CPU can read and write such memory directly.
+    pub fn is_host_accessible(&self) -> bool {
+        matches!(self, Self::Host | Self::Shared | Self::HostImported)
+    }
+}
+
+/// What `zeMemGetAllocProperties` says about a pointer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocationInfo {
+    /// The allocation's kind (`Unknown` for memory the driver does not know).
+    pub kind: MemoryKind,
+    /// The driver's unique id of the allocation (0 when unknown).
+    pub id: u64,
+    /// The page size of the allocation, in bytes.
+    pub page_size: u64,
+    /// The device of a device or shared allocation.
+    pub device: Option<Device>,
+}
+
+/// `ze_host_mem_alloc_flags_t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct HostMemFlags(u32);
+
+impl HostMemFlags {
+    /// No flags.
+    pub const NONE: Self = Self(0);
+    /// `ZE_HOST_MEM_ALLOC_FLAG_BIAS_CACHED`.
+    pub const BIAS_CACHED: Self = Self(sys::ZE_HOST_MEM_ALLOC_FLAG_BIAS_CACHED);
+    /// `ZE_HOST_MEM_ALLOC_FLAG_BIAS_UNCACHED`.
+    pub const BIAS_UNCACHED: Self = Self(sys::ZE_HOST_MEM_ALLOC_FLAG_BIAS_UNCACHED);
+    /// `ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED`: fast streaming CPU writes, very slow CPU reads.
+    pub const BIAS_WRITE_COMBINED: Self = Self(sys::ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED);
+
+    /// The raw bits.
+    pub fn bits(&self) -> u32 {
+        self.0
+    }
+}
+
+impl std::ops::BitOr for HostMemFlags {
+    type Output = Self;
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+/// Memory allocated (or imported) in a Level Zero [`Context`], freed exactly once with `zeMemFree`
+/// when dropped.
+///
+/// It holds an `Arc<Context>`: the context cannot be destroyed first. An allocation imported from
+/// an owned fd also keeps that fd open and closes it after `zeMemFree`.
+pub struct L0Allocation {
+    ptr: NonNull<c_void>,
+    size: usize,
+    kind: MemoryKind,
+    device: Option<Device>,
+    // Field order: the fd is closed after Drop::drop has freed the memory; the context after that.
+    imported_fd: Option<OwnedFd>,
+    context: Arc<Context>,
+}
+
+// SAFETY: the allocation is plain memory plus an Arc'd, thread-safe context; `&self` methods only
+// read through the pointer, and writes need `&mut self`.
+unsafe impl Send for L0Allocation {}
+// SAFETY: as above.
+unsafe impl Sync for L0Allocation {}
+
+impl L0Allocation {
+    /// Takes ownership of memory allocated in `context` (it will be freed with `zeMemFree`).
+    ///
+    /// # Safety
+    /// `ptr` was returned by a `zeMemAlloc*` call (or import) on `context` for `size` bytes, of
+    /// kind `kind`, and nobody else frees it.
+    pub unsafe fn from_raw(
+        context: Arc<Context>,
+        ptr: *mut c_void,
+        size: usize,
+        kind: MemoryKind,
+        device: Option<Device>,
+    ) -> Result<L0Allocation> {
+        // SAFETY: forwarded contract.
+        unsafe { Self::adopt(context, ptr, size, kind, device, None, "L0Allocation::from_raw") }
+    }
+
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw); `fd` (if any) is the fd the memory was imported from.
+    pub(crate) unsafe fn adopt(
+        context: Arc<Context>,
+        ptr: *mut c_void,
+        size: usize,
+        kind: MemoryKind,
+        device: Option<Device>,
+        imported_fd: Option<OwnedFd>,
+        call: &'static str,
+    ) -> Result<L0Allocation> {
+        let ptr = non_null(ptr, call)?;
+        Ok(L0Allocation { ptr, size, kind, device, imported_fd, context })
+    }
+
+    /// Gives up ownership: returns the pointer, the context and the fd it was imported from (if
+    /// this allocation owned one). The caller must `zeMemFree` the pointer before dropping the
+    /// context and closing the fd.
+    pub fn into_raw(self) -> (*mut c_void, Arc<Context>, Option<OwnedFd>) {
+        let me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `me` is never dropped, so each field is moved out exactly once.
+        let (context, fd) = unsafe { (std::ptr::read(&me.context), std::ptr::read(&me.imported_fd)) };
+        (me.ptr.as_ptr(), context, fd)
+    }
+
+    /// The start of the allocation (a device VA for device memory).
+    pub fn as_ptr(&self) -> *mut c_void {
+        self.ptr.as_ptr()
+    }
+
+    /// Its size in bytes, as requested.
+    pub fn len(&self) -> usize {
+        self.size
+    }
+
+    /// Whether the size is 0.
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// Host, device or shared.
+    pub fn kind(&self) -> MemoryKind {
+        self.kind
+    }
+
+    /// The device of a device or shared allocation.
+    pub fn device(&self) -> Option<Device> {
+        self.device
+    }
+
+    /// The context it was allocated in.
+    pub fn context(&self) -> &Arc<Context> {
+        &self.context
+    }
+
+    /// `zeMemGetAllocProperties` on the allocation.
+    pub fn info(&self) -> Result<AllocationInfo> {
+        self.context.memory_properties(self.as_ptr())
+    }
+
+    fn range_check(&self, offset: usize, len: usize) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(Error::size(format!("L0 allocation access at offset {offset}"), offset.saturating_add(len), self.size)),
+        }
+    }
+
+    /// Copies `dst.len()` bytes at `offset` out of the allocation: a `memcpy` for host-accessible
+    /// memory, a blocking device copy for device memory.
+    pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        self.range_check(offset, dst.len())?;
+        // SAFETY: in bounds (checked); ptr is valid for `size` bytes while self lives.
+        let src = unsafe { self.ptr.as_ptr().cast::<u8>().add(offset) };
+        if self.kind.is_host_accessible() {
+            // SAFETY: host-accessible memory, in bounds, disjoint from `dst` (a Rust slice).
+            unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) };
+            Ok(())
+        } else {
+            let device = self.device_for_copy()?;
+            // SAFETY: device memory of this context, in bounds; dst is host memory we own.
+            unsafe { self.context.copy_blocking(device, dst.as_mut_ptr().cast(), src.cast(), dst.len()) }
+        }
+    }
+
+    /// Copies `src` into the allocation at `offset` (see [`read`](Self::read)).
+    pub fn write(&mut self, offset: usize, src: &[u8]) -> Result<()> {
+        self.range_check(offset, src.len())?;
+        // SAFETY: in bounds (checked).
+        let dst = unsafe { self.ptr.as_ptr().cast::<u8>().add(offset) };
+        if self.kind.is_host_accessible() {
+            // SAFETY: host-accessible memory, in bounds, exclusively borrowed through &mut self.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+            Ok(())
+        } else {
+            let device = self.device_for_copy()?;
+            // SAFETY: device memory of this context, in bounds, exclusively borrowed.
+            unsafe { self.context.copy_blocking(device, dst.cast(), src.as_ptr().cast(), src.len()) }
+        }
+    }
+
+    fn device_for_copy(&self) -> Result<Device> {
+        self.device.ok_or_else(|| Error::invalid_argument("this allocation is neither host-accessible nor tied to a device"))
+    }
+}
+
+impl Drop for L0Allocation {
+    fn drop(&mut self) {
+        if let Ok(api) = api() {
+            // SAFETY: we own the allocation, its context is alive (we hold an Arc to it), and it is
+            // freed exactly once, here. An error cannot be reported from Drop.
+            let _ = unsafe { api.zeMemFree(self.context.as_raw(), self.ptr.as_ptr()) };
+        }
+    }
+}
+
+impl fmt::Debug for L0Allocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("L0Allocation")
+            .field("ptr", &self.ptr)
+            .field("size", &self.size)
+            .field("kind", &self.kind)
+            .field("imported_fd", &self.imported_fd)
+            .finish()
+    }
+}
