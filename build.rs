@@ -38,6 +38,15 @@ fn main() {
         }
     }
 
+    // `cfg(npu_sycl_bridge_has_virtual_platform)` once src/lib.rs declares the `virtual_platform` module:
+    // tests that need the virtual L0 platform report themselves as waiting until then.
+    println!("cargo:rerun-if-changed=src/lib.rs");
+    println!("cargo::rustc-check-cfg=cfg(npu_sycl_bridge_has_virtual_platform)");
+    let lib_rs = std::fs::read_to_string("src/lib.rs").unwrap_or_default();
+    if lib_rs.lines().any(|l| l.trim_start().starts_with("pub mod virtual_platform")) {
+        println!("cargo:rustc-cfg=npu_sycl_bridge_has_virtual_platform");
+    }
+
     #[cfg(feature = "sycl")]
     if !docs_only {
         sycl::build();
@@ -60,7 +69,7 @@ mod sycl {
         println!("cargo:warning=npu-sycl-bridge: SYCL runtime: {found}");
         let include = found.include_dir.clone().expect("the SYCL finder always sets include_dir");
 
-        let sources = ["cpp/sycl_shim.cpp"];
+        let sources = ["cpp/sycl_core.cpp", "cpp/sycl_shim.cpp"];
         let mut build = cxx_build::bridge("src/sycl/ffi.rs");
         build
             .files(sources)
@@ -76,7 +85,8 @@ mod sycl {
         }
         build.compile("npu_sycl_bridge_shim");
 
-        for f in sources.iter().chain(["include/npu_sycl_bridge/sycl_shim.hpp", "src/sycl/ffi.rs"].iter()) {
+        let headers = ["include/npu_sycl_bridge/sycl_core.hpp", "include/npu_sycl_bridge/sycl_shim.hpp", "src/sycl/ffi.rs"];
+        for f in sources.iter().chain(headers.iter()) {
             println!("cargo:rerun-if-changed={f}");
         }
         println!("cargo:rustc-link-search=native={}", found.lib_dir.display());

@@ -1,2 +1,47 @@
-//! SYCL side (feature `sycl`).
-mod ffi;
+//! SYCL side (feature `sycl`): DPC++ platforms, devices, contexts (including contexts made from a
+//! native Level Zero `ze_context_handle_t`), in-order queues, USM, and dma-buf export / import.
+//!
+//! Everything goes through one cxx bridge (`ffi.rs`) over a C++ shim (`cpp/`, `include/`) that is
+//! host-only: no kernels, only USM allocation, `memcpy`, `memset` and the interop entry points.
+//!
+//! # Ownership graph
+//! ```text
+//! Context (Arc) ──┬── Queue                     (holds Arc<Context>)
+//!                 ├── UsmBuffer                 (holds Arc<Context>; sycl::free in Drop)
+//!                 ├── ExportableDeviceMemory    (holds Arc<Context>; free_exportable_memory in Drop)
+//!                 └── ImportedMemory            (holds Arc<Context> and the OwnedFd; unmap + release in Drop)
+//! Context made from a foreign ze_context with `keep` ── holds the owner's keep-alive (optional), dropped
+//!                                                       only after the sycl::context is released.
+//! ```
+//! A context therefore outlives every queue and allocation made from it, and a foreign Level Zero
+//! context given with [`LevelZeroOwnership::Keep`] outlives the SYCL context wrapping it as long as its
+//! owner is (or is kept alive by) the keep-alive.
+//!
+//! # Errors
+//! A C++ exception thrown by the runtime or by the shim's checks becomes an [`Error`] of kind
+//! `ErrorKind::Sycl` whose message is the exception's `what()` text. Errors inside `Drop` (a failing
+//! `sycl::free`, …) are recorded on the [`Context`] and returned by [`Context::take_deferred_errors`]
+//! and by the next [`Queue::wait`].
+//!
+//! # Adapter v1 / v2
+//! DPC++ chooses the Level Zero adapter once per process (`SYCL_UR_USE_LEVEL_ZERO_V2=0|1` must be set
+//! before SYCL initialises); this layer works with both.
+
+mod context;
+mod external;
+pub(crate) mod ffi;
+mod platform;
+mod queue;
+mod usm;
+
+pub use context::{Context, ContextOrigin, LevelZeroOwnership};
+pub(crate) use crate::error::{Error, Result};
+pub use external::{ExportableDeviceMemory, ImportedMemory};
+pub use platform::{devices, platforms, Backend, Device, DeviceType, Platform};
+pub use queue::{NativeQueue, Queue};
+pub use usm::{Pod, SyclMemory, UsmBuffer, UsmKind};
+
+/// A C++ exception from the bridge as an [`Error`] of kind `Sycl`, with `what` (the operation) first.
+pub(crate) fn sycl_error(what: &str) -> impl FnOnce(cxx::Exception) -> Error + '_ {
+    move |e| Error::sycl(format!("{what}: {}", e.what()))
+}

@@ -1,0 +1,214 @@
+//! `sycl::context`: plain, or made from a native Level Zero context with `keep` or `transfer`.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use cxx::UniquePtr;
+use level_zero_sys::ze_context_handle_t;
+
+use super::ffi::bridge;
+use super::{sycl_error, Device, Error, Result};
+
+/// Who owns a native `ze_context_handle_t` given to [`Context::from_level_zero`].
+///
+/// Modelled on wgpu-hal's `texture_from_raw(raw, desc, drop_callback)`: without a foreign owner we
+/// (through SYCL) destroy the handle; with one, the foreign owner keeps it and we only hold its
+/// keep-alive until we are done.
+#[derive(Clone)]
+pub enum LevelZeroOwnership {
+    /// `ownership::transfer`: SYCL owns the context from now on and calls `zeContextDestroy` when the
+    /// `sycl::context` (and everything made from it) is gone. The caller must not destroy it.
+    Transfer,
+    /// `ownership::keep`: the context stays owned by the caller; SYCL and this crate never destroy it.
+    Keep {
+        /// Whatever keeps the `ze_context` alive (for example the `Arc` of the object that owns and
+        /// destroys it). The [`Context`] holds it and drops it only after the `sycl::context` has been
+        /// released, so the owner cannot destroy the `ze_context` first. A `Drop` impl on it doubles as
+        /// wgpu-hal's drop callback: it runs when the SYCL side is done with the handle.
+        keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+    },
+}
+
+impl fmt::Debug for LevelZeroOwnership {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LevelZeroOwnership::Transfer => f.write_str("Transfer"),
+            LevelZeroOwnership::Keep { keep_alive } => {
+                f.debug_struct("Keep").field("keep_alive", &keep_alive.as_ref().map(|_| "..")).finish()
+            }
+        }
+    }
+}
+
+/// Where a [`Context`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContextOrigin {
+    /// Created by SYCL (`sycl::context(device)`); SYCL destroys its Level Zero context.
+    Sycl,
+    /// Made from a foreign `ze_context` with `ownership::transfer`: SYCL destroys it.
+    LevelZeroTransfer,
+    /// Made from a foreign `ze_context` with `ownership::keep`: never destroyed by SYCL or by us.
+    LevelZeroKeep,
+}
+
+/// A `sycl::context` and the devices it was made with. Shared through `Arc`: every queue and
+/// allocation holds one, so the context is released only after all of them.
+pub struct Context {
+    // Drop order matters: the sycl::context and its devices are released first, then the keep-alive
+    // of a foreign ze_context owner (fields drop in declaration order).
+    raw: UniquePtr<bridge::SyclContext>,
+    sycl_devices: Vec<UniquePtr<bridge::SyclDevice>>,
+    devices: Vec<Device>,
+    origin: ContextOrigin,
+    deferred: Mutex<Vec<Error>>,
+    keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+// SAFETY: the C++ objects (`sycl::context`, `sycl::device`) are reference-counted handles that the
+// bridge only ever uses through `const&`; SYCL 2020 requires its host API to be thread-safe, so they
+// may be used and released from any thread. `Device` is plain data, `deferred` is a `Mutex`, and the
+// keep-alive is `Send + Sync` by its type.
+unsafe impl Send for Context {}
+// SAFETY: see `Send`: every method takes `&self` and reaches the C++ objects only through `const&`.
+unsafe impl Sync for Context {}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("origin", &self.origin)
+            .field("devices", &self.devices.iter().map(|d| &d.name).collect::<Vec<_>>())
+            .field("native", &self.native().ok())
+            .finish()
+    }
+}
+
+impl Context {
+    /// A plain `sycl::context(device)`.
+    pub fn new(device: &Device) -> Result<Arc<Context>> {
+        let sd = device.open()?;
+        let raw = bridge::make_device_context(&sd).map_err(sycl_error("sycl::context(device)"))?;
+        Ok(Arc::new(Context {
+            raw,
+            sycl_devices: vec![sd],
+            devices: vec![device.clone()],
+            origin: ContextOrigin::Sycl,
+            deferred: Mutex::new(Vec::new()),
+            keep_alive: None,
+        }))
+    }
+
+    /// `sycl::make_context<backend::ext_oneapi_level_zero>({ze_context, devices, ownership})`.
+    ///
+    /// Before calling the runtime, the shim checks that `devices` is a non-empty list of Level Zero
+    /// devices of one platform and probes the context with a 1-byte `zeMemAllocDevice` per device, so a
+    /// context of another driver (for example the NPU plugin's `L0_CONTEXT`) is an `Err` rather than a
+    /// crash at teardown (adapter v1).
+    ///
+    /// # Safety
+    /// - `ze_context` must be a valid, live Level Zero context created (by `zeContextCreate` or a
+    ///   library such as OpenVINO) on the driver of the devices' platform
+    ///   ([`Device::native_driver`]), in this process and through the loader SYCL uses.
+    /// - With [`LevelZeroOwnership::Transfer`], ownership moves to SYCL: nobody else may destroy the
+    ///   handle, and it must not be given to SYCL with `transfer` twice.
+    /// - With [`LevelZeroOwnership::Keep`], the handle must stay valid until the returned `Context` and
+    ///   everything made from it are dropped. Passing the owner's keep-alive guarantees that if
+    ///   dropping the keep-alive is what destroys the context; without one, the caller guarantees it.
+    /// - On `Err` with `Transfer`, whether SYCL took ownership is unspecified; treat the handle as
+    ///   given away (it is not destroyed by this crate either).
+    pub unsafe fn from_level_zero(
+        ze_context: ze_context_handle_t,
+        devices: &[Device],
+        ownership: LevelZeroOwnership,
+    ) -> Result<Arc<Context>> {
+        if ze_context.is_null() {
+            return Err(Error::invalid_argument("Context::from_level_zero: the ze_context_handle_t is null"));
+        }
+        if devices.is_empty() {
+            return Err(Error::invalid_argument("Context::from_level_zero: no devices"));
+        }
+        let locations: Vec<bridge::DeviceLocation> = devices.iter().map(Device::location).collect();
+        let (own, origin, keep_alive) = match ownership {
+            LevelZeroOwnership::Transfer => (bridge::Ownership::Transfer, ContextOrigin::LevelZeroTransfer, None),
+            LevelZeroOwnership::Keep { keep_alive } => (bridge::Ownership::Keep, ContextOrigin::LevelZeroKeep, keep_alive),
+        };
+        let sycl_devices = devices.iter().map(Device::open).collect::<Result<Vec<_>>>()?;
+        let raw = bridge::make_level_zero_context(ze_context as usize, &locations, own)
+            .map_err(sycl_error("make_context<ext_oneapi_level_zero>"))?;
+        Ok(Arc::new(Context {
+            raw,
+            sycl_devices,
+            devices: devices.to_vec(),
+            origin,
+            deferred: Mutex::new(Vec::new()),
+            keep_alive,
+        }))
+    }
+
+    /// `get_native<backend::ext_oneapi_level_zero>(context)`. For a context made with
+    /// [`Context::from_level_zero`] this is the handle given. The handle stays owned as
+    /// [`origin`](Self::origin) says; do not destroy it.
+    pub fn native(&self) -> Result<ze_context_handle_t> {
+        let h = bridge::context_native(&self.raw).map_err(sycl_error("get_native(context)"))?;
+        Ok(h as ze_context_handle_t)
+    }
+
+    /// Where the context came from (who destroys its Level Zero context).
+    pub fn origin(&self) -> ContextOrigin {
+        self.origin
+    }
+
+    /// The devices the context was made with.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    /// The number of devices the runtime reports for the context (`context.get_devices().size()`).
+    pub fn runtime_device_count(&self) -> Result<usize> {
+        bridge::context_device_count(&self.raw).map_err(sycl_error("context.get_devices"))
+    }
+
+    /// Whether the context holds a keep-alive of a foreign owner.
+    pub fn has_keep_alive(&self) -> bool {
+        self.keep_alive.is_some()
+    }
+
+    /// Errors recorded by `Drop` impls of objects made from this context (for example a failing
+    /// `sycl::free`), oldest first; the list is emptied.
+    pub fn take_deferred_errors(&self) -> Vec<Error> {
+        std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub(crate) fn defer_error(&self, e: Error) {
+        self.deferred.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+    }
+
+    /// Returns the oldest deferred error, if any.
+    pub(crate) fn check_deferred(&self) -> Result<()> {
+        let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        if d.is_empty() {
+            Ok(())
+        } else {
+            Err(d.remove(0))
+        }
+    }
+
+    pub(crate) fn raw(&self) -> &bridge::SyclContext {
+        &self.raw
+    }
+
+    /// The `sycl::device` of `device`, which must be one of the context's devices.
+    pub(crate) fn sycl_device(&self, device: &Device) -> Result<(usize, &bridge::SyclDevice)> {
+        let slot = self.devices.iter().position(|d| d.same_as(device)).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "device '{}' (platform {}, device {}) is not a device of this context",
+                device.name, device.platform_index, device.index
+            ))
+        })?;
+        Ok((slot, &self.sycl_devices[slot]))
+    }
+
+    pub(crate) fn sycl_device_at(&self, slot: usize) -> &bridge::SyclDevice {
+        &self.sycl_devices[slot]
+    }
+}

@@ -1,0 +1,201 @@
+//! dma-buf export of SYCL device memory and import of a dma-buf fd into SYCL.
+//!
+//! # Who closes which file descriptor
+//! - [`ExportableDeviceMemory::export_dma_buf`] returns a **new** fd per call as an [`OwnedFd`]: the
+//!   caller owns it and it is closed when that `OwnedFd` is dropped (or by whoever the caller hands it
+//!   to with `into_raw_fd`). The allocation does not keep it open and does not need it to stay open.
+//! - [`ImportedMemory::import_dma_buf`] takes the fd **by value** and keeps it open until after
+//!   `unmap_external_linear_memory` and `release_external_memory` have run in `Drop`; then it closes
+//!   it. Pass a `try_clone()` of your fd if you need to keep one.
+
+use std::fmt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use cxx::UniquePtr;
+
+use super::ffi::bridge;
+use super::usm::SyclMemory;
+use super::{sycl_error, Context, Device, Error, Result};
+
+/// Device memory allocated with `alloc_exportable_device_mem(…, external_mem_handle_type::dma_buf, …)`
+/// and freed with `free_exportable_memory` in `Drop`. Host code reaches it only through a [`Queue`]
+/// (`super::Queue`) or through an exported dma-buf.
+pub struct ExportableDeviceMemory {
+    ptr: NonNull<u8>,
+    len: usize,
+    alignment: usize,
+    device_slot: usize,
+    device: Device,
+    context: Arc<Context>,
+}
+
+// SAFETY: the value exclusively owns its allocation; the bridge calls it makes (export, free) take the
+// context and device by `const&` and are thread-safe in SYCL; the context is `Send + Sync`.
+unsafe impl Send for ExportableDeviceMemory {}
+// SAFETY: `&self` only exports (a runtime query) or reads through a queue that waits.
+unsafe impl Sync for ExportableDeviceMemory {}
+
+impl fmt::Debug for ExportableDeviceMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExportableDeviceMemory").field("ptr", &self.ptr).field("len", &self.len).finish()
+    }
+}
+
+impl ExportableDeviceMemory {
+    /// Allocates `len` bytes of exportable device memory on `device` (one of `context`'s devices),
+    /// aligned to `alignment` (a power of two, or 0 for the runtime's default).
+    pub fn new(context: &Arc<Context>, device: &Device, len: usize, alignment: usize) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::invalid_argument("ExportableDeviceMemory: zero-length allocation"));
+        }
+        if alignment != 0 && !alignment.is_power_of_two() {
+            return Err(Error::invalid_argument(format!(
+                "ExportableDeviceMemory: alignment {alignment} is not a power of two"
+            )));
+        }
+        context.check_deferred()?;
+        let (device_slot, sd) = context.sycl_device(device)?;
+        let p = bridge::alloc_exportable_device_mem(len, alignment, sd, context.raw())
+            .map_err(sycl_error("alloc_exportable_device_mem"))?;
+        let ptr = NonNull::new(p).ok_or_else(|| Error::sycl("alloc_exportable_device_mem returned nullptr"))?;
+        Ok(ExportableDeviceMemory { ptr, len, alignment, device_slot, device: device.clone(), context: Arc::clone(context) })
+    }
+
+    /// `export_device_mem_handle<external_mem_handle_type::dma_buf>`: a new dma-buf fd for the whole
+    /// allocation. The caller owns it (see the [module docs](self)).
+    pub fn export_dma_buf(&self) -> Result<OwnedFd> {
+        let sd = self.context.sycl_device_at(self.device_slot);
+        // SAFETY: `ptr` is a live exportable allocation of this context and device.
+        let fd = unsafe { bridge::export_dma_buf(self.ptr.as_ptr(), sd, self.context.raw()) }
+            .map_err(sycl_error("export_device_mem_handle<dma_buf>"))?;
+        if fd < 0 {
+            return Err(Error::sycl(format!("export_device_mem_handle<dma_buf> returned fd {fd}")));
+        }
+        // SAFETY: the runtime returns a new descriptor per export (dup of the driver's), owned by the
+        // caller (dpcpp-level-zero.md §6); nobody else closes it.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// The alignment asked for.
+    pub fn alignment(&self) -> usize {
+        self.alignment
+    }
+
+    /// The device the memory lives on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+}
+
+impl SyclMemory for ExportableDeviceMemory {
+    fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn context(&self) -> &Arc<Context> {
+        &self.context
+    }
+}
+
+impl Drop for ExportableDeviceMemory {
+    fn drop(&mut self) {
+        let sd = self.context.sycl_device_at(self.device_slot);
+        // SAFETY: `ptr` was allocated by `alloc_exportable_device_mem` on this device and context, is
+        // freed exactly once (here), and the context is alive (we hold an Arc).
+        if let Err(e) = unsafe { bridge::free_exportable_device_mem(self.ptr.as_ptr(), sd, self.context.raw()) } {
+            self.context.defer_error(Error::sycl(format!("free_exportable_memory of {:p}: {}", self.ptr, e.what())));
+        }
+    }
+}
+
+/// A dma-buf imported into SYCL (`import_external_memory` + `map_external_linear_memory`): device
+/// memory of the context, reached through a [`Queue`](super::Queue). `Drop` unmaps and releases, then
+/// closes the fd.
+pub struct ImportedMemory {
+    // Drop order: `raw` is released explicitly in `Drop::drop`, then freed; the fd closes after it.
+    raw: UniquePtr<bridge::SyclImported>,
+    ptr: NonNull<u8>,
+    len: usize,
+    device_slot: usize,
+    device: Device,
+    fd: OwnedFd,
+    context: Arc<Context>,
+}
+
+// SAFETY: the value exclusively owns the import and the fd; the C++ object is only touched through
+// `&`/`Pin<&mut>` from `&self`/`&mut self` methods and `Drop`, and SYCL's release calls are thread-safe.
+unsafe impl Send for ImportedMemory {}
+// SAFETY: `&self` methods only read the mapped pointer value or copy out through a queue that waits.
+unsafe impl Sync for ImportedMemory {}
+
+impl fmt::Debug for ImportedMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ImportedMemory")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .field("fd", &self.fd.as_raw_fd())
+            .finish()
+    }
+}
+
+impl ImportedMemory {
+    /// Imports the first `len` bytes of the dma-buf `fd` on `device` (one of `context`'s devices) and
+    /// maps them linearly. Takes the fd by value: it stays open until the import has been released in
+    /// `Drop`, then it is closed (also on `Err`).
+    pub fn import_dma_buf(context: &Arc<Context>, device: &Device, fd: OwnedFd, len: usize) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::invalid_argument("ImportedMemory: zero-length import"));
+        }
+        context.check_deferred()?;
+        let (device_slot, sd) = context.sycl_device(device)?;
+        let raw = bridge::import_dma_buf(fd.as_raw_fd(), len, sd, context.raw())
+            .map_err(sycl_error("import_external_memory / map_external_linear_memory"))?;
+        let ptr = NonNull::new(bridge::imported_ptr(&raw))
+            .ok_or_else(|| Error::sycl("map_external_linear_memory returned nullptr"))?;
+        debug_assert_eq!(bridge::imported_size(&raw), len);
+        Ok(ImportedMemory { raw, ptr, len, device_slot, device: device.clone(), fd, context: Arc::clone(context) })
+    }
+
+    /// The imported fd (still owned by this value).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd.as_fd()
+    }
+
+    /// The device the memory is mapped on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+}
+
+impl SyclMemory for ImportedMemory {
+    fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn context(&self) -> &Arc<Context> {
+        &self.context
+    }
+}
+
+impl Drop for ImportedMemory {
+    fn drop(&mut self) {
+        let sd = self.context.sycl_device_at(self.device_slot);
+        if let Err(e) = bridge::release_imported(self.raw.pin_mut(), sd, self.context.raw()) {
+            self.context.defer_error(Error::sycl(format!("releasing imported dma-buf: {}", e.what())));
+        }
+        // `raw`, then `fd` (closed only now, after the release), then the context Arc drop after this.
+    }
+}
