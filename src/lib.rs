@@ -1,5 +1,12 @@
 //! npu-sycl-bridge: zero-copy memory sharing between oneAPI/DPC++ (SYCL) and OpenVINO's NPU plugin.
 #![deny(missing_docs)]
 
+pub mod error;
+pub use error::{Error, ErrorKind, Result};
+
+pub mod level_zero;
+pub mod models;
+pub mod openvino;
+
 #[cfg(feature = "sycl")]
 pub mod sycl;

@@ -1,0 +1,238 @@
+//! The crate's one error type.
+//!
+//! Every fallible function of every layer (OpenVINO, Level Zero, SYCL, the sharing strategies)
+//! returns [`Result<T>`](Result), whose error is an [`Error`]: a [`kind`](Error::kind) to match on
+//! and a message meant for a human (what failed, why, and where known how to fix it).
+//!
+//! ```
+//! use npu_sycl_bridge::{Error, ErrorKind};
+//!
+//! let e = Error::alignment("CPU_VA pointer", 4096, 0x1234);
+//! assert!(matches!(e.kind(), ErrorKind::Alignment { required: 4096, .. }));
+//! assert!(e.to_string().contains("4096"));
+//! ```
+
+use std::fmt;
+
+/// `std::result::Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, in a form callers can match on. The [`Error`]'s message has the details.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// An OpenVINO C API call failed with this `ov_status_e` value (negative). The message carries
+    /// the library's last error message (`ov_get_last_err_msg`).
+    OpenVino {
+        /// The `ov_status_e` value, e.g. `-1` (GENERAL_ERROR).
+        status: i32,
+    },
+    /// A Level Zero call failed.
+    LevelZero {
+        /// The `ze_result_t` value, e.g. `0x70000002` (ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY).
+        result: u32,
+        /// The Level Zero function that returned it, e.g. `"zeMemAllocHost"`.
+        call: &'static str,
+    },
+    /// A pointer or a size is not a multiple of the alignment a path needs (for CPU_VA: 4096).
+    Alignment {
+        /// What was misaligned, e.g. `"CPU_VA pointer"` or `"CPU_VA byte size"`.
+        what: &'static str,
+        /// The alignment needed, in bytes.
+        required: usize,
+        /// The offending value: the address or the size in bytes.
+        actual: usize,
+    },
+    /// A buffer holds fewer bytes than the tensor needs (or than an operation needs).
+    Size {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes available.
+        available: usize,
+    },
+    /// A shape does not match (a tensor bound to a port of another shape, a slice of the wrong
+    /// length, a dynamic shape where a static one is needed, ...).
+    Shape,
+    /// An element type does not match (typed access with the wrong Rust type, a tensor of another
+    /// element type bound to a port, ...).
+    ElementType,
+    /// A sharing path that cannot work in this configuration. The message explains why and what to
+    /// use instead.
+    Unsupported {
+        /// The path, e.g. `"dma-buf"`, `"CPU_VA"`, `"MMAPED_FILE"`.
+        path: &'static str,
+    },
+    /// The SYCL runtime threw: the message is the C++ exception's text.
+    Sycl,
+    /// A native runtime (OpenVINO, Level Zero, SYCL) could not be found or loaded. The message
+    /// lists what was probed and how to fix it.
+    Library,
+    /// An argument is invalid (including calls made in a state that does not allow them, such as
+    /// rebinding a tensor while an inference is running).
+    InvalidArgument,
+    /// An I/O operation failed (the message names the file).
+    Io,
+}
+
+/// The crate's error: a [`kind`](Self::kind) to match on and a human-readable message.
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl Error {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), source: None }
+    }
+
+    /// What went wrong, to match on.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The message (the same text `Display` prints).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Attaches an underlying cause, returned by [`std::error::Error::source`].
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// Prefixes the message with `context` ("context: message").
+    pub fn context(mut self, context: impl fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+
+    /// An OpenVINO call failed with `status`. `message` should say which call and on what, and
+    /// carry the library's last error message.
+    pub fn openvino(status: i32, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::OpenVino { status }, message)
+    }
+
+    /// A Level Zero call `call` returned `result`.
+    pub fn level_zero(result: u32, call: &'static str, message: impl Into<String>) -> Self {
+        let message = message.into();
+        let message = if message.is_empty() {
+            format!("{call} failed with ze_result_t {result:#x}")
+        } else {
+            format!("{call} failed with ze_result_t {result:#x}: {message}")
+        };
+        Self::new(ErrorKind::LevelZero { result, call }, message)
+    }
+
+    /// `what` (a pointer or a size) is `actual`, which is not a multiple of `required`.
+    pub fn alignment(what: &'static str, required: usize, actual: usize) -> Self {
+        Self::new(
+            ErrorKind::Alignment { what, required, actual },
+            format!(
+                "{what} {actual:#x} ({actual}) is not a multiple of {required} bytes; \
+                 use memory whose address and byte size are both multiples of {required} \
+                 (page-aligned allocations), or a path that copies"
+            ),
+        )
+    }
+
+    /// `what` needs `needed` bytes but only `available` are there.
+    pub fn size(what: impl fmt::Display, needed: usize, available: usize) -> Self {
+        Self::new(
+            ErrorKind::Size { needed, available },
+            format!("{what}: {needed} bytes are needed but only {available} are available"),
+        )
+    }
+
+    /// A shape mismatch.
+    pub fn shape(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Shape, message)
+    }
+
+    /// An element type mismatch.
+    pub fn element_type(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::ElementType, message)
+    }
+
+    /// The sharing path `path` cannot work here: `reason` says why and what to use instead.
+    pub fn unsupported(path: &'static str, reason: impl fmt::Display) -> Self {
+        Self::new(ErrorKind::Unsupported { path }, format!("the {path} path is not supported here: {reason}"))
+    }
+
+    /// The SYCL runtime threw an exception with text `what`.
+    pub fn sycl(what: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Sycl, what)
+    }
+
+    /// A native runtime could not be found or loaded; `message` says what was probed and how to fix it.
+    pub fn library(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Library, message)
+    }
+
+    /// An invalid argument or call.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// An I/O error while doing `context` (for example "reading model.xml").
+    pub fn io(context: impl fmt::Display, err: std::io::Error) -> Self {
+        Self::new(ErrorKind::Io, format!("{context}: {err}")).with_source(err)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.kind).field("message", &self.message);
+        if let Some(s) = &self.source {
+            d.field("source", s);
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(err: std::io::Error) -> Self {
+        Error::new(ErrorKind::Io, err.to_string()).with_source(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_messages() {
+        let e = Error::unsupported("dma-buf", "the GPU cannot export dma-buf; use CPU_VA instead");
+        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "dma-buf" });
+        assert!(e.to_string().contains("use CPU_VA instead"));
+        let e = Error::level_zero(0x7000_0002, "zeMemAllocHost", "");
+        assert!(e.to_string().contains("zeMemAllocHost failed with ze_result_t 0x70000002"));
+        let e = Error::size("input 0", 16, 8).context("binding");
+        assert_eq!(e.kind(), &ErrorKind::Size { needed: 16, available: 8 });
+        assert!(e.to_string().starts_with("binding: input 0"));
+        let e: Error = std::io::Error::other("boom").into();
+        assert_eq!(e.kind(), &ErrorKind::Io);
+        assert!(std::error::Error::source(&e).is_some());
+    }
+
+    #[test]
+    fn error_is_send_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Error>();
+    }
+}

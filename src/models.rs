@@ -1,0 +1,1 @@
+//! Small reference models (built in Rust as OpenVINO IR).

@@ -1,0 +1,179 @@
+//! `RemoteTensor`: a tensor over device-visible memory (`ov::RemoteTensor`), and its parameters.
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+use openvino_sys as sys;
+
+use super::properties::parse_pointer;
+use super::tensor::TensorHandle;
+use super::{check, parse_params, take_ov_string, ElementType, RemoteContext, Shape};
+use crate::error::Result;
+
+/// The `MEM_TYPE` of an NPU remote tensor (`ov::intel_npu::MemType`).
+///
+/// `MMAPED_FILE` is not here: it needs a `FileDescriptor` value, which the C API cannot express.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemType {
+    /// `L0_INTERNAL_BUF`: memory the plugin allocates (`zeMemAllocHost`).
+    L0InternalBuf,
+    /// `SHARED_BUF`: an imported dma-buf; on Linux `MEM_HANDLE` is the fd cast to a pointer.
+    SharedBuf,
+    /// `CPU_VA`: imported user memory; `MEM_HANDLE` is its address; address and size must be
+    /// multiples of 4096.
+    CpuVa,
+}
+
+impl MemType {
+    /// The property string (`"L0_INTERNAL_BUF"`, `"SHARED_BUF"`, `"CPU_VA"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemType::L0InternalBuf => "L0_INTERNAL_BUF",
+            MemType::SharedBuf => "SHARED_BUF",
+            MemType::CpuVa => "CPU_VA",
+        }
+    }
+
+    /// Parses a property string.
+    pub fn parse(s: &str) -> Option<MemType> {
+        match s {
+            "L0_INTERNAL_BUF" => Some(MemType::L0InternalBuf),
+            "SHARED_BUF" => Some(MemType::SharedBuf),
+            "CPU_VA" => Some(MemType::CpuVa),
+            _ => None,
+        }
+    }
+
+    /// The `MEM_HANDLE` value for a dma-buf fd on Linux: the fd number cast to a pointer.
+    #[cfg(unix)]
+    pub fn fd_handle(fd: std::os::fd::RawFd) -> *mut c_void {
+        fd as isize as *mut c_void
+    }
+}
+
+/// The `TENSOR_TYPE` of an NPU remote tensor (`ov::intel_npu::TensorType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TensorType {
+    /// `INPUT`: L0_INTERNAL_BUF memory is write-combined (treat it as CPU write-only).
+    Input,
+    /// `OUTPUT`.
+    Output,
+    /// `BINDED`: the default (except for MMAPED_FILE).
+    Binded,
+}
+
+impl TensorType {
+    /// The property string (`"INPUT"`, `"OUTPUT"`, `"BINDED"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TensorType::Input => "INPUT",
+            TensorType::Output => "OUTPUT",
+            TensorType::Binded => "BINDED",
+        }
+    }
+
+    /// Parses a property string.
+    pub fn parse(s: &str) -> Option<TensorType> {
+        match s {
+            "INPUT" => Some(TensorType::Input),
+            "OUTPUT" => Some(TensorType::Output),
+            "BINDED" => Some(TensorType::Binded),
+            _ => None,
+        }
+    }
+}
+
+/// The parameters of a remote tensor ([`RemoteTensor::params`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteTensorParams {
+    /// `MEM_HANDLE`: always a **virtual address** (the user pointer for CPU_VA, the driver's
+    /// mapping for SHARED_BUF — never the fd). Null when absent.
+    pub mem_handle: *mut c_void,
+    /// `MEM_TYPE`, when it is one this crate knows.
+    pub mem_type: Option<MemType>,
+    /// `TENSOR_TYPE`, when present and known.
+    pub tensor_type: Option<TensorType>,
+    /// Every parameter as printed by OpenVINO.
+    pub raw: BTreeMap<String, String>,
+}
+
+/// A tensor over device-visible memory, created by a [`RemoteContext`].
+///
+/// It keeps its context (and so the core) alive, and whatever memory owner it was given at
+/// creation. Its memory is not reachable through `ov_tensor_data`; use
+/// [`params`](Self::params)`.mem_handle` (the VA) through the layer that owns the memory.
+/// Cloning is cheap and shares the tensor.
+#[derive(Clone)]
+pub struct RemoteTensor {
+    pub(crate) handle: Arc<TensorHandle>,
+    pub(crate) context: RemoteContext,
+}
+
+impl RemoteTensor {
+    /// The context that created it.
+    pub fn context(&self) -> &RemoteContext {
+        &self.context
+    }
+
+    /// The raw `ov_tensor_t`, still owned by this tensor.
+    pub fn as_raw(&self) -> *mut sys::ov_tensor_t {
+        self.handle.as_ptr()
+    }
+
+    /// The element type.
+    pub fn element_type(&self) -> Result<ElementType> {
+        self.handle.element_type()
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> Result<Shape> {
+        self.handle.shape()
+    }
+
+    /// The byte size of the tensor's data.
+    pub fn byte_size(&self) -> Result<usize> {
+        self.handle.byte_size()
+    }
+
+    /// The device the tensor's memory belongs to (`ov_remote_tensor_get_device_name`).
+    pub fn device_name(&self) -> Result<String> {
+        let mut s: *mut c_char = std::ptr::null_mut();
+        // SAFETY: live remote tensor; s is an out-pointer.
+        check(unsafe { sys::ov_remote_tensor_get_device_name(self.as_raw(), &mut s) }, || {
+            "ov_remote_tensor_get_device_name".into()
+        })?;
+        // SAFETY: allocated for us by the successful call.
+        Ok(unsafe { take_ov_string(s) }.unwrap_or_default())
+    }
+
+    /// The tensor's parameters (`ov_remote_tensor_get_params`): MEM_HANDLE (a VA), MEM_TYPE,
+    /// TENSOR_TYPE.
+    pub fn params(&self) -> Result<RemoteTensorParams> {
+        let mut n = 0usize;
+        let mut s: *mut c_char = std::ptr::null_mut();
+        // SAFETY: live remote tensor; n and s are out-pointers.
+        check(unsafe { sys::ov_remote_tensor_get_params(self.as_raw(), &mut n, &mut s) }, || {
+            "ov_remote_tensor_get_params".into()
+        })?;
+        // SAFETY: allocated for us by the successful call.
+        let raw = parse_params(&unsafe { take_ov_string(s) }.unwrap_or_default());
+        Ok(RemoteTensorParams {
+            mem_handle: raw.get("MEM_HANDLE").and_then(|v| parse_pointer(v)).unwrap_or(0) as *mut c_void,
+            mem_type: raw.get("MEM_TYPE").and_then(|v| MemType::parse(v)),
+            tensor_type: raw.get("TENSOR_TYPE").and_then(|v| TensorType::parse(v)),
+            raw,
+        })
+    }
+}
+
+impl std::fmt::Debug for RemoteTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteTensor")
+            .field("raw", &self.as_raw())
+            .field("element_type", &self.element_type().ok())
+            .field("shape", &self.shape().ok())
+            .finish()
+    }
+}
