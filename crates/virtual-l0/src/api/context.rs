@@ -1,0 +1,77 @@
+//! Contexts and residency.
+use crate::export::{out, ZeResult};
+use crate::objects::{self, context_from, device, device_in, driver_from, Context};
+use crate::sys::*;
+use std::ffi::c_void;
+
+unsafe fn create(h: ze_driver_handle_t, n: u32, devs: *mut ze_device_handle_t, o: *mut ze_context_handle_t) -> ZeResult {
+    // SAFETY: handle validated; out-parameter from the caller.
+    let (d, o) = unsafe { (driver_from(h)?, out(o)?) };
+    let kind = d.driver();
+    let mut devices = Vec::new();
+    if n == 0 || devs.is_null() {
+        devices.push(device(kind).handle::<c_void>() as usize);
+    } else {
+        for i in 0..n as usize {
+            // SAFETY: the caller provides n device handles.
+            let dh = unsafe { *devs.add(i) };
+            // SAFETY: validated handle of this driver (foreign → INVALID_ARGUMENT).
+            unsafe { device_in(kind, dh) }?;
+            devices.push(dh as usize);
+        }
+    }
+    *o = objects::create::<Context, _>(kind, Context { devices });
+    Ok(())
+}
+
+unsafe fn resident(ctx: ze_context_handle_t, dev: ze_device_handle_t) -> ZeResult {
+    // SAFETY: handles validated; the device must belong to the context's driver.
+    unsafe {
+        let c = context_from(ctx)?;
+        device_in(c.driver(), dev)?;
+    }
+    Ok(())
+}
+
+ze_api! {
+    fn zeContextCreate(h: ze_driver_handle_t, desc: *const ze_context_desc_t, o: *mut ze_context_handle_t) {
+        if desc.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: caller's pointers.
+        unsafe { create(h, 0, std::ptr::null_mut(), o) }
+    }
+    fn zeContextCreateEx(h: ze_driver_handle_t, desc: *const ze_context_desc_t, n: u32, devs: *mut ze_device_handle_t, o: *mut ze_context_handle_t) {
+        if desc.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: caller's pointers.
+        unsafe { create(h, n, devs, o) }
+    }
+    fn zeContextDestroy(h: ze_context_handle_t) {
+        // SAFETY: the application no longer uses the context (L0 rule).
+        unsafe { objects::destroy::<Context, _>(h) }.map(drop)
+    }
+    fn zeContextGetStatus(h: ze_context_handle_t) {
+        // SAFETY: handle validated.
+        unsafe { context_from(h) }.map(|_| ())
+    }
+    fn zeContextSystemBarrier(h: ze_context_handle_t, dev: ze_device_handle_t) {
+        // SAFETY: caller's handles.
+        unsafe { resident(h, dev) }
+    }
+    fn zeContextMakeMemoryResident(h: ze_context_handle_t, dev: ze_device_handle_t, _ptr: *mut c_void, _size: usize) {
+        // SAFETY: caller's handles.
+        unsafe { resident(h, dev) }
+    }
+    fn zeContextEvictMemory(h: ze_context_handle_t, dev: ze_device_handle_t, _ptr: *mut c_void, _size: usize) {
+        // SAFETY: caller's handles.
+        unsafe { resident(h, dev) }
+    }
+    fn zeContextMakeImageResident(_h: ze_context_handle_t, _dev: ze_device_handle_t, _img: ze_image_handle_t) {
+        ZE_RESULT_ERROR_UNSUPPORTED_FEATURE
+    }
+    fn zeContextEvictImage(_h: ze_context_handle_t, _dev: ze_device_handle_t, _img: ze_image_handle_t) {
+        ZE_RESULT_ERROR_UNSUPPORTED_FEATURE
+    }
+}

@@ -1,0 +1,157 @@
+//! Driver enumeration and identity: `zeInit` (accumulating visibility per driver), `zeInitDrivers`,
+//! `zeDriverGet`, properties, API version, extensions.
+use crate::export::{enumerate, input, out, set_cstr, ZeResult};
+use crate::objects::{driver, driver_from, DriverKind};
+use crate::stypes::make_version;
+use crate::sys::*;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// API version both drivers report.
+pub const API_VERSION: u32 = make_version(1, 17);
+/// GPU `driverVersion` (1.6.0: below UR's in-order-list and LaunchKernelWithArguments gates).
+pub const GPU_DRIVER_VERSION: u32 = 0x0106_0000;
+/// NPU `driverVersion` (distinct from the GPU's).
+pub const NPU_DRIVER_VERSION: u32 = 1;
+/// `ze_intel_npu_driver_uuid`.
+pub const NPU_DRIVER_UUID: [u8; 16] = [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89];
+/// The virtual GPU driver's uuid ("vl0-gpu-driver" padded).
+pub const GPU_DRIVER_UUID: [u8; 16] = *b"vl0-gpu-driver\0\x01";
+
+/// Bit `1 << kind` set once `zeInit` made that driver visible. Never cleared.
+static VISIBLE: AtomicU32 = AtomicU32::new(0);
+
+fn bit(k: DriverKind) -> u32 {
+    1 << (k as u32)
+}
+
+/// Whether driver `k` accepts `zeInit(flags)`: GPU for 0 or GPU_ONLY, NPU for 0 or VPU_ONLY.
+fn accepts_init(k: DriverKind, flags: u32) -> bool {
+    flags == 0
+        || match k {
+            DriverKind::Gpu => flags & ZE_INIT_FLAG_GPU_ONLY != 0,
+            DriverKind::Npu => flags & ZE_INIT_FLAG_VPU_ONLY != 0,
+        }
+}
+
+/// Whether driver `k` matches `ze_init_driver_type_desc_t.flags`.
+fn accepts_type(k: DriverKind, flags: u32) -> bool {
+    match k {
+        DriverKind::Gpu => flags & ZE_INIT_DRIVER_TYPE_FLAG_GPU != 0,
+        DriverKind::Npu => flags & ZE_INIT_DRIVER_TYPE_FLAG_NPU != 0,
+    }
+}
+
+unsafe fn list_drivers(count: *mut u32, out_: *mut ze_driver_handle_t, kinds: &[DriverKind]) -> ZeResult {
+    if kinds.is_empty() {
+        return Err(ZE_RESULT_ERROR_UNINITIALIZED);
+    }
+    // SAFETY: the caller's count/array pointers, per the L0 enumeration contract.
+    unsafe { enumerate(count, out_, kinds.len(), |i, h| *h = driver(kinds[i]).handle()) }
+}
+
+/// The visible drivers in `zeDriverGet` order.
+pub fn visible() -> Vec<DriverKind> {
+    let v = VISIBLE.load(Ordering::Acquire);
+    DriverKind::ALL.into_iter().filter(|k| v & bit(*k) != 0).collect()
+}
+
+ze_api! {
+    fn zeInit(flags: ze_init_flags_t) {
+        let flags = flags as u32;
+        if flags & !(ZE_INIT_FLAG_GPU_ONLY | ZE_INIT_FLAG_VPU_ONLY) != 0 {
+            return Err(ZE_RESULT_ERROR_INVALID_ENUMERATION);
+        }
+        for k in DriverKind::ALL {
+            if accepts_init(k, flags) {
+                VISIBLE.fetch_or(bit(k), Ordering::AcqRel);
+            }
+        }
+        Ok(())
+    }
+    fn zeDriverGet(count: *mut u32, drivers: *mut ze_driver_handle_t) {
+        // SAFETY: caller's pointers.
+        unsafe { list_drivers(count, drivers, &visible()) }
+    }
+    fn zeInitDrivers(count: *mut u32, drivers: *mut ze_driver_handle_t, desc: *mut ze_init_driver_type_desc_t) {
+        // SAFETY: the caller's descriptor (pNext entries are ignored: e.g. the NPU plugin's 0x2004a).
+        let d = unsafe { input(desc as *const ze_init_driver_type_desc_t) }?;
+        let flags = d.flags as u32;
+        let kinds: Vec<_> = DriverKind::ALL.into_iter().filter(|k| accepts_type(*k, flags)).collect();
+        // SAFETY: caller's pointers.
+        unsafe { list_drivers(count, drivers, &kinds) }
+    }
+    fn zeDriverGetApiVersion(h: ze_driver_handle_t, version: *mut ze_api_version_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        unsafe {
+            driver_from(h)?;
+            *out(version)? = API_VERSION as ze_api_version_t;
+        }
+        Ok(())
+    }
+    fn zeDriverGetProperties(h: ze_driver_handle_t, props: *mut ze_driver_properties_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let (d, p) = unsafe { (driver_from(h)?, out(props)?) };
+        let (uuid, ver) = match d.driver() {
+            DriverKind::Gpu => (GPU_DRIVER_UUID, GPU_DRIVER_VERSION),
+            DriverKind::Npu => (NPU_DRIVER_UUID, NPU_DRIVER_VERSION),
+        };
+        p.uuid.id = uuid;
+        p.driverVersion = ver;
+        Ok(())
+    }
+    fn zeDriverGetIpcProperties(h: ze_driver_handle_t, props: *mut ze_driver_ipc_properties_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let p = unsafe { driver_from(h)?; out(props)? };
+        p.flags = 0;
+        Ok(())
+    }
+    fn zeDriverGetExtensionProperties(h: ze_driver_handle_t, count: *mut u32, props: *mut ze_driver_extension_properties_t) {
+        // SAFETY: handle validated.
+        let d = unsafe { driver_from(h) }?;
+        let list: &[(&str, u32)] = match d.driver() {
+            DriverKind::Gpu => &[],
+            DriverKind::Npu => crate::npu::extension_properties(),
+        };
+        // SAFETY: caller's enumeration pointers.
+        unsafe {
+            enumerate(count, props, list.len(), |i, p| {
+                set_cstr(&mut p.name, list[i].0);
+                p.version = list[i].1;
+            })
+        }
+    }
+    fn zeDriverGetExtensionFunctionAddress(h: ze_driver_handle_t, name: *const c_char, pp: *mut *mut c_void) {
+        // SAFETY: handle validated; NUL-terminated name and out-parameter from the caller.
+        let (d, pp) = unsafe { (driver_from(h)?, out(pp)?) };
+        *pp = std::ptr::null_mut();
+        if name.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: as above.
+        let name = unsafe { CStr::from_ptr(name) };
+        let f = match d.driver() {
+            DriverKind::Gpu => None,
+            DriverKind::Npu => crate::npu::extension_function_address(name),
+        };
+        match f {
+            Some(f) => {
+                *pp = f;
+                Ok(())
+            }
+            None => Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
+        }
+    }
+    fn zeDriverGetLastErrorDescription(h: ze_driver_handle_t, pp: *mut *const c_char) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let pp = unsafe { driver_from(h)?; out(pp)? };
+        *pp = c"".as_ptr();
+        Ok(())
+    }
+}
+
+ze_api_ptr! {
+    /// NULL: v2 then calls `zeContextCreate` (a real default context would be destroyed by it).
+    fn zeDriverGetDefaultContext(_h: ze_driver_handle_t) -> ze_context_handle_t { std::ptr::null_mut() }
+}
+

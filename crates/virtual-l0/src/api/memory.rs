@@ -1,0 +1,145 @@
+//! USM allocation, free, properties (incl. dma-buf export fds), address ranges; IPC is unsupported.
+use crate::export::{chain, out, ZeResult};
+use crate::memory::{self, MemKind, Request, PAGE};
+use crate::objects::{context_from, device_in};
+use crate::stypes;
+use crate::sys::*;
+use std::ffi::c_void;
+
+unsafe fn alloc(
+    ctx: ze_context_handle_t,
+    kind: MemKind,
+    dev: ze_device_handle_t,
+    chains: &[*const c_void],
+    size: usize,
+    align: usize,
+    pptr: *mut *mut c_void,
+) -> ZeResult {
+    // SAFETY: handles validated; out-parameter from the caller.
+    let (c, pptr) = unsafe { (context_from(ctx)?, out(pptr)?) };
+    *pptr = std::ptr::null_mut();
+    let driver = c.driver();
+    let device = if dev.is_null() {
+        if kind == MemKind::Device {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+        }
+        0
+    } else {
+        // SAFETY: validated; a device of another driver is INVALID_ARGUMENT.
+        unsafe { device_in(driver, dev) }?;
+        dev as usize
+    };
+    let req = Request { driver, context: ctx as usize, device, kind, size, align };
+    // SAFETY: the chains come from the caller's descriptors.
+    *pptr = unsafe { memory::allocate(req, chains) }?;
+    Ok(())
+}
+
+fn next<T>(desc: *const T) -> *const c_void {
+    if desc.is_null() {
+        std::ptr::null()
+    } else {
+        // SAFETY: a non-null descriptor from the caller starts with {stype, pNext}.
+        unsafe { crate::export::next_of(desc as *const c_void) }
+    }
+}
+
+unsafe fn free(ctx: ze_context_handle_t, ptr: *mut c_void) -> ZeResult {
+    // SAFETY: handle validated.
+    let c = unsafe { context_from(ctx) }?;
+    memory::free(c.driver(), ptr)
+}
+
+ze_api! {
+    fn zeMemAllocHost(ctx: ze_context_handle_t, host_desc: *const ze_host_mem_alloc_desc_t, size: usize, align: usize, pptr: *mut *mut c_void) {
+        if host_desc.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: caller's pointers.
+        unsafe { alloc(ctx, MemKind::Host, std::ptr::null_mut(), &[next(host_desc)], size, align, pptr) }
+    }
+    fn zeMemAllocDevice(ctx: ze_context_handle_t, dev_desc: *const ze_device_mem_alloc_desc_t, size: usize, align: usize, dev: ze_device_handle_t, pptr: *mut *mut c_void) {
+        if dev_desc.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: caller's pointers.
+        unsafe { alloc(ctx, MemKind::Device, dev, &[next(dev_desc)], size, align, pptr) }
+    }
+    fn zeMemAllocShared(ctx: ze_context_handle_t, dev_desc: *const ze_device_mem_alloc_desc_t, host_desc: *const ze_host_mem_alloc_desc_t, size: usize, align: usize, dev: ze_device_handle_t, pptr: *mut *mut c_void) {
+        if dev_desc.is_null() || host_desc.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: caller's pointers.
+        unsafe { alloc(ctx, MemKind::Shared, dev, &[next(dev_desc), next(host_desc)], size, align, pptr) }
+    }
+    fn zeMemFree(ctx: ze_context_handle_t, ptr: *mut c_void) {
+        // SAFETY: caller's handle.
+        unsafe { free(ctx, ptr) }
+    }
+    /// Every policy frees at once (execution is synchronous, nothing can still be in flight).
+    fn zeMemFreeExt(ctx: ze_context_handle_t, desc: *const ze_memory_free_ext_desc_t, ptr: *mut c_void) {
+        if desc.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: caller's handle.
+        unsafe { free(ctx, ptr) }
+    }
+    fn zeMemGetAllocProperties(ctx: ze_context_handle_t, ptr: *const c_void, props: *mut ze_memory_allocation_properties_t, dev: *mut ze_device_handle_t) {
+        // SAFETY: handle validated; out-parameters from the caller.
+        let (c, p) = unsafe { (context_from(ctx)?, out(props)?) };
+        let driver = c.driver();
+        let info = memory::lookup(driver, ptr);
+        match info {
+            Some(i) => {
+                p.type_ = i.kind as ze_memory_type_t;
+                p.id = i.id;
+                p.pageSize = PAGE as u64;
+            }
+            None => {
+                p.type_ = ZE_MEMORY_TYPE_UNKNOWN;
+                p.id = 0;
+                p.pageSize = 0;
+            }
+        }
+        if !dev.is_null() {
+            // SAFETY: a non-null out-parameter from the caller.
+            unsafe { *dev = info.map_or(0, |i| i.device) as ze_device_handle_t };
+        }
+        // SAFETY: the caller's chain of property structures.
+        for e in unsafe { chain(p.pNext) } {
+            if e.stype == stypes::EXTERNAL_MEMORY_EXPORT_FD {
+                // SAFETY: stype says ze_external_memory_export_fd_t.
+                let x = unsafe { &mut *(e.ptr as *mut ze_external_memory_export_fd_t) };
+                let flags = x.flags as u32;
+                if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD) == 0 {
+                    return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
+                }
+                if info.is_none() {
+                    return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                }
+                x.fd = memory::export_fd(driver, ptr)?;
+            }
+        }
+        Ok(())
+    }
+    fn zeMemGetAddressRange(ctx: ze_context_handle_t, ptr: *const c_void, base: *mut *mut c_void, size: *mut usize) {
+        // SAFETY: handle validated.
+        let c = unsafe { context_from(ctx) }?;
+        let i = memory::lookup(c.driver(), ptr).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+        // SAFETY: optional out-parameters from the caller.
+        unsafe {
+            if !base.is_null() {
+                *base = i.base as *mut c_void;
+            }
+            if !size.is_null() {
+                *size = i.size;
+            }
+        }
+        Ok(())
+    }
+}
+
+ze_unsupported! {
+    zeMemGetIpcHandle zeMemOpenIpcHandle zeMemCloseIpcHandle zeMemPutIpcHandle
+    zeMemGetIpcHandleFromFileDescriptorExp zeMemGetFileDescriptorFromIpcHandleExp
+}
