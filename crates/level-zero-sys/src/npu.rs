@@ -42,8 +42,9 @@ pub const ZE_CONTEXT_NPU_EXT_NAME: &str = "ZE_extension_context_npu";
 pub const ZE_PROFILING_DATA_EXT_NAME: &str = "ZE_extension_profiling_data";
 /// The name under which the NPU plugin looks for the sysmem import extension.
 pub const ZE_EXTERNAL_MEMMAP_SYSMEM_EXT_NAME: &str = "ZE_extension_external_memmap_sysmem";
-/// The core mutable-command-list experimental extension, as advertised by NPU drivers.
-pub const ZE_MUTABLE_COMMAND_LIST_EXP_NAME: &str = "ZE_experimental_mutable_command_list";
+/// The core mutable-command-list experimental extension name, as advertised by NPU drivers (the core
+/// bindings carry it as the byte string `ZE_MUTABLE_COMMAND_LIST_EXP_NAME`).
+pub const ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME: &str = "ZE_experimental_mutable_command_list";
 
 // ---------------------------------------------------------------------------------------------------------
 // UUIDs (`ze_intel_npu_uuid.h`)

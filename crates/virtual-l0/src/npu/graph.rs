@@ -1,0 +1,982 @@
+//! Graph objects and the `ZE_extension_graph` table.
+//!
+//! A graph handle is an [`Object<GraphObject>`](crate::objects::Object) of the NPU driver. The object
+//! holds an `Arc<Graph>`: recorded `GraphExecute` commands hold another reference, so a command list
+//! recorded before `pfnDestroy` stays runnable.
+//!
+//! **Argument snapshot rule.** `pfnSetArgumentValue` is graph-global in the API, but the NPU plugin's
+//! infer requests call `SetArgumentValue × n` then `pfnAppendGraphExecute` concurrently from different
+//! threads. This driver keeps the pending values **per (graph, calling thread)**, layered over the
+//! graph-wide last values: `SetArgumentValue` writes both; `AppendGraphExecute` records a snapshot made of
+//! the graph-wide values overridden by every value the calling thread set. A thread that sets all of its
+//! arguments before appending is therefore isolated from every other thread, and a caller that sets
+//! values on one thread and appends on another (not concurrently) still sees them. Later
+//! `SetArgumentValue` calls never change a recorded command; only mutable-command-list updates do.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+use crate::cmdlist::{collect_events, Command, GraphExecutable};
+use crate::export::{guard, input, out, set_cstr, trace, ZeResult};
+use crate::objects::{command_list_from, context_from, create, destroy, device_in, get, same_driver, DriverKind, Kind};
+use crate::sys::npu::*;
+use crate::sys::*;
+
+use super::engine::{self, Conversions, Elem};
+use super::format::{self, BuildFlags};
+use super::ir;
+
+/// The graph extension version this driver implements and advertises.
+pub const GRAPH_EXT_VERSION: u32 = ZE_GRAPH_EXT_VERSION_1_16;
+/// The compiler version reported by `pfnDeviceGetGraphProperties` (≤ 7.26 makes the plugin run
+/// EliminateIdentity before serialising).
+pub const COMPILER_VERSION: ze_graph_compiler_version_info_t = ze_graph_compiler_version_info_t { major: 7, minor: 25 };
+/// The highest OpenVINO opset the "compiler" accepts.
+pub const MAX_OPSET: u32 = 16;
+
+/// One graph argument as reported to the plugin.
+#[derive(Debug, Clone)]
+pub struct Arg {
+    pub input: bool,
+    /// Input: the Parameter's friendly name. Output: the producer node's friendly name.
+    pub name: String,
+    pub tensor_names: Vec<String>,
+    pub shape: Vec<u64>,
+    /// The model's element type.
+    pub network: Elem,
+    /// The element type the argument memory holds (after build-flag conversions).
+    pub device: Elem,
+    /// `ze_graph_argument_layout_t`.
+    pub layout: u32,
+}
+
+#[derive(Default)]
+struct Pending {
+    global: Vec<usize>,
+    per_thread: HashMap<ThreadId, Vec<Option<usize>>>,
+}
+
+/// A compiled graph.
+pub struct Graph {
+    pub args: Vec<Arg>,
+    pub n_inputs: usize,
+    /// The native blob (owned by the graph; `pfnGetNativeBinary2` hands out a view of it).
+    pub native: Vec<u8>,
+    compiled: engine::Compiled,
+    pending: Mutex<Pending>,
+}
+
+impl Graph {
+    fn set_arg(&self, index: usize, value: usize) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let n = self.args.len();
+        p.global.resize(n, 0);
+        p.global[index] = value;
+        let mine = p.per_thread.entry(std::thread::current().id()).or_insert_with(|| vec![None; n]);
+        mine[index] = Some(value);
+    }
+
+    fn snapshot(&self) -> Vec<usize> {
+        let p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v = p.global.clone();
+        v.resize(self.args.len(), 0);
+        if let Some(mine) = p.per_thread.get(&std::thread::current().id()) {
+            for (slot, m) in v.iter_mut().zip(mine) {
+                if let Some(x) = m {
+                    *slot = *x;
+                }
+            }
+        }
+        v
+    }
+}
+
+impl GraphExecutable for Graph {
+    fn execute(&self, args: &[usize]) -> ze_result_t {
+        match self.compiled.infer(args) {
+            Ok(()) => {
+                crate::counters::add("npu.inferences", 1);
+                ZE_RESULT_SUCCESS
+            }
+            Err(e) => {
+                eprintln!("[virtual NPU] graph execution failed: {e}");
+                if args.iter().any(|&a| a == 0) {
+                    ZE_RESULT_ERROR_INVALID_ARGUMENT
+                } else {
+                    ZE_RESULT_ERROR_UNKNOWN
+                }
+            }
+        }
+    }
+}
+
+/// What a graph handle points to.
+pub struct GraphObject {
+    pub graph: Arc<Graph>,
+    pub log: String,
+}
+impl Kind for GraphObject {
+    const MAGIC: u64 = u64::from_le_bytes(*b"VL0GRAPH");
+}
+
+/// What a build-log handle points to.
+pub struct BuildLog {
+    pub text: String,
+}
+impl Kind for BuildLog {
+    const MAGIC: u64 = u64::from_le_bytes(*b"VL0BLDLG");
+}
+
+thread_local! {
+    static LAST_LOG_THREAD: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+static LAST_LOG: Mutex<String> = Mutex::new(String::new());
+
+fn record_log(text: &str) {
+    LAST_LOG_THREAD.with(|l| *l.borrow_mut() = Some(text.to_string()));
+    *LAST_LOG.lock().unwrap_or_else(|e| e.into_inner()) = text.to_string();
+}
+
+fn last_log() -> String {
+    LAST_LOG_THREAD
+        .with(|l| l.borrow().clone())
+        .unwrap_or_else(|| LAST_LOG.lock().unwrap_or_else(|e| e.into_inner()).clone())
+}
+
+/// Validates a graph handle.
+///
+/// # Safety
+/// As for [`crate::objects::get`].
+pub unsafe fn graph_from<'a>(h: ze_graph_handle_t) -> ZeResult<&'a crate::objects::Object<GraphObject>> {
+    // SAFETY: per the contract.
+    let g = unsafe { get::<GraphObject, _>(h) }?;
+    same_driver(DriverKind::Npu, g)?;
+    Ok(g)
+}
+
+fn layout_code(s: &str) -> Option<u32> {
+    Some(match s.trim().to_ascii_uppercase().as_str() {
+        "ANY" | "..." | "" => ZE_GRAPH_ARGUMENT_LAYOUT_ANY,
+        "NCHW" => ZE_GRAPH_ARGUMENT_LAYOUT_NCHW,
+        "NHWC" => ZE_GRAPH_ARGUMENT_LAYOUT_NHWC,
+        "NCDHW" => ZE_GRAPH_ARGUMENT_LAYOUT_NCDHW,
+        "NDHWC" => ZE_GRAPH_ARGUMENT_LAYOUT_NDHWC,
+        "OIHW" => ZE_GRAPH_ARGUMENT_LAYOUT_OIHW,
+        "C" => ZE_GRAPH_ARGUMENT_LAYOUT_C,
+        "CHW" => ZE_GRAPH_ARGUMENT_LAYOUT_CHW,
+        "HW" => ZE_GRAPH_ARGUMENT_LAYOUT_HW,
+        "NC" => ZE_GRAPH_ARGUMENT_LAYOUT_NC,
+        "CN" => ZE_GRAPH_ARGUMENT_LAYOUT_CN,
+        "BLOCKED" => ZE_GRAPH_ARGUMENT_LAYOUT_BLOCKED,
+        _ => return None,
+    })
+}
+
+fn default_layout(rank: usize) -> u32 {
+    match rank {
+        1 => ZE_GRAPH_ARGUMENT_LAYOUT_C,
+        2 => ZE_GRAPH_ARGUMENT_LAYOUT_NC,
+        3 => ZE_GRAPH_ARGUMENT_LAYOUT_CHW,
+        4 => ZE_GRAPH_ARGUMENT_LAYOUT_NCHW,
+        5 => ZE_GRAPH_ARGUMENT_LAYOUT_NCDHW,
+        _ => ZE_GRAPH_ARGUMENT_LAYOUT_ANY,
+    }
+}
+
+fn truthy(v: &str) -> bool {
+    matches!(v.trim().to_ascii_uppercase().as_str(), "YES" | "TRUE" | "1" | "ON")
+}
+
+/// Resolves a build-flag key (an index, or a tensor/friendly name) to an argument position.
+fn resolve_key(key: &str, names: &[(String, Vec<String>)]) -> Option<usize> {
+    if let Ok(i) = key.parse::<usize>() {
+        return (i < names.len()).then_some(i);
+    }
+    names.iter().position(|(n, t)| n == key || t.iter().any(|x| x == key))
+}
+
+/// Builds a graph from a validated descriptor. Errors are build-log text.
+fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Result<Graph, String> {
+    if create_flags & ZE_GRAPH_FLAG_ENABLE_PROFILING != 0 {
+        return Err("profiling (ZE_GRAPH_FLAG_ENABLE_PROFILING) is not supported by the virtual NPU".into());
+    }
+    let (ir_in, flags_text) = match format_ {
+        ZE_GRAPH_FORMAT_NGRAPH_LITE => (format::parse_ngraph_lite(data)?, build_flags.to_string()),
+        ZE_GRAPH_FORMAT_NATIVE => format::parse_native(data)?,
+        other => return Err(format!("graph format {other:#x} is not supported (NGRAPH_LITE 0x2 and NATIVE 0x1 are)")),
+    };
+    let flags: BuildFlags = format::parse_build_flags(&flags_text);
+    for (k, v) in &flags.config {
+        if k == "PERF_COUNT" && truthy(v) {
+            return Err("PERF_COUNT=YES: profiling is not supported by the virtual NPU".into());
+        }
+        if (k.contains("SEPARATE_WEIGHTS") || k.contains("WEIGHTLESS")) && !matches!(v.as_str(), "" | "0" | "NO" | "FALSE") {
+            return Err(format!("{k}={v}: weights separation is not supported by the virtual NPU"));
+        }
+        if k == "NPU_BATCH_MODE" && v == "PLUGIN" {
+            // The plugin handles batching itself; nothing to do here.
+        }
+    }
+    let xml = std::str::from_utf8(&ir_in.xml).map_err(|_| "the IR XML is not valid UTF-8".to_string())?;
+    let summary = ir::summarize(xml)?;
+    if !summary.stateful_ops.is_empty() {
+        return Err(format!(
+            "stateful models are not supported by the virtual NPU (found {})",
+            summary.stateful_ops.join(", ")
+        ));
+    }
+    let rm = engine::read_model(&ir_in.xml, &ir_in.weights)?;
+    if rm.inputs.len() != summary.inputs.len() || rm.outputs.len() != summary.outputs.len() {
+        return Err(format!(
+            "the IR declares {} Parameters and {} Results but OpenVINO read {} inputs and {} outputs",
+            summary.inputs.len(),
+            summary.outputs.len(),
+            rm.inputs.len(),
+            rm.outputs.len()
+        ));
+    }
+
+    // Model port k → IR layer, by tensor name first, then in order among the unmatched.
+    fn match_ports<T>(ports: &[engine::PortInfo], layers: &[T], names: impl Fn(&T) -> &[String]) -> Vec<usize> {
+        let mut used = vec![false; layers.len()];
+        let mut m: Vec<Option<usize>> = ports
+            .iter()
+            .map(|p| {
+                let n = p.any_name.as_ref()?;
+                let i = (0..layers.len()).find(|&i| !used[i] && names(&layers[i]).iter().any(|x| x == n))?;
+                used[i] = true;
+                Some(i)
+            })
+            .collect();
+        for slot in m.iter_mut().filter(|s| s.is_none()) {
+            let i = (0..layers.len()).find(|&i| !used[i]).unwrap_or(0);
+            if i < used.len() {
+                used[i] = true;
+            }
+            *slot = Some(i);
+        }
+        m.into_iter().map(|x| x.unwrap_or(0)).collect()
+    }
+    let in_map = match_ports(&rm.inputs, &summary.inputs, |l| &l.tensor_names);
+    let out_map = match_ports(&rm.outputs, &summary.outputs, |l| &l.tensor_names);
+
+    let in_names: Vec<(String, Vec<String>)> = in_map
+        .iter()
+        .map(|&i| (summary.inputs[i].name.clone(), summary.inputs[i].tensor_names.clone()))
+        .collect();
+    let out_names: Vec<(String, Vec<String>)> = out_map
+        .iter()
+        .zip(&rm.outputs)
+        .map(|(&i, p)| {
+            let o = &summary.outputs[i];
+            let mut t = o.tensor_names.clone();
+            if t.is_empty() {
+                t.extend(p.any_name.clone());
+            }
+            (o.producer.clone(), t)
+        })
+        .collect();
+
+    // Precisions from the build flags: honoured as conversions where they differ from the model.
+    let mut conv = Conversions::default();
+    let precision = |list: &[(String, String)], names: &[(String, Vec<String>)], ports: &[engine::PortInfo], into: &mut Vec<(usize, Elem)>, what: &str| -> Result<(), String> {
+        for (k, v) in list {
+            let i = resolve_key(k, names).ok_or_else(|| format!("--{what}_precisions names {k:?}, which is not a model {what}"))?;
+            let el = Elem::from_flag(v).ok_or_else(|| format!("--{what}_precisions {k}:{v}: precision {v} is not supported by the virtual NPU"))?;
+            if el != ports[i].elem {
+                into.push((i, el));
+            }
+        }
+        Ok(())
+    };
+    precision(&flags.inputs_precisions, &in_names, &rm.inputs, &mut conv.inputs, "inputs")?;
+    precision(&flags.outputs_precisions, &out_names, &rm.outputs, &mut conv.outputs, "outputs")?;
+    let layouts = |list: &[(String, String)], names: &[(String, Vec<String>)], ports: &[engine::PortInfo], what: &str| -> Result<Vec<u32>, String> {
+        let mut v: Vec<u32> = ports.iter().map(|p| default_layout(p.shape.len())).collect();
+        for (k, l) in list {
+            let i = resolve_key(k, names).ok_or_else(|| format!("--{what}_layouts names {k:?}, which is not a model {what}"))?;
+            let code = layout_code(l).ok_or_else(|| format!("--{what}_layouts {k}:{l}: layout {l} is not supported by the virtual NPU"))?;
+            let letters = l.trim().len();
+            if code != ZE_GRAPH_ARGUMENT_LAYOUT_ANY && code != ZE_GRAPH_ARGUMENT_LAYOUT_BLOCKED && letters != ports[i].shape.len() {
+                return Err(format!("--{what}_layouts {k}:{l} does not match the rank-{} {what} tensor", ports[i].shape.len()));
+            }
+            v[i] = code;
+        }
+        Ok(v)
+    };
+    let in_layouts = layouts(&flags.inputs_layouts, &in_names, &rm.inputs, "inputs")?;
+    let out_layouts = layouts(&flags.outputs_layouts, &out_names, &rm.outputs, "outputs")?;
+
+    let network_in: Vec<Elem> = rm.inputs.iter().map(|p| p.elem).collect();
+    let network_out: Vec<Elem> = rm.outputs.iter().map(|p| p.elem).collect();
+    let compiled = engine::compile(rm, &conv)?;
+
+    let mut args = Vec::new();
+    for (k, p) in compiled.inputs.iter().enumerate() {
+        args.push(Arg {
+            input: true,
+            name: in_names[k].0.clone(),
+            tensor_names: in_names[k].1.clone(),
+            shape: p.shape.clone(),
+            network: network_in[k],
+            device: p.elem,
+            layout: in_layouts[k],
+        });
+    }
+    for (k, p) in compiled.outputs.iter().enumerate() {
+        args.push(Arg {
+            input: false,
+            name: out_names[k].0.clone(),
+            tensor_names: out_names[k].1.clone(),
+            shape: p.shape.clone(),
+            network: network_out[k],
+            device: p.elem,
+            layout: out_layouts[k],
+        });
+    }
+    for a in &args {
+        if a.shape.len() > ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE {
+            return Err(format!(
+                "argument {:?} has rank {}; graph arguments are limited to {} dimensions",
+                a.name,
+                a.shape.len(),
+                ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE
+            ));
+        }
+        if a.tensor_names.len() > ZE_MAX_GRAPH_TENSOR_NAMES_SIZE {
+            return Err(format!("argument {:?} has more than {ZE_MAX_GRAPH_TENSOR_NAMES_SIZE} tensor names", a.name));
+        }
+    }
+    let native = format::write_native(&ir_in.xml, &ir_in.weights, &flags_text);
+    let n_inputs = compiled.inputs.len();
+    let n = args.len();
+    Ok(Graph { args, n_inputs, native, compiled, pending: Mutex::new(Pending { global: vec![0; n], per_thread: HashMap::new() }) })
+}
+
+/// `pfnCreate*` after handle and pointer validation.
+///
+/// # Safety
+/// `desc` fields describe a readable buffer; `build_flags` is NULL or a NUL-terminated string.
+unsafe fn create_graph(
+    h_context: ze_context_handle_t,
+    h_device: ze_device_handle_t,
+    format_: u32,
+    p_input: *const u8,
+    input_size: usize,
+    build_flags: *const c_char,
+    create_flags: u32,
+    ph_graph: *mut ze_graph_handle_t,
+    ph_log: *mut ze_graph_build_log_handle_t,
+) -> ZeResult {
+    // SAFETY: per the contract of the exported functions (any handle we gave out is readable).
+    let ctx = unsafe { context_from(h_context) }?;
+    same_driver(DriverKind::Npu, ctx)?;
+    // SAFETY: as above.
+    unsafe { device_in(DriverKind::Npu, h_device) }?;
+    // SAFETY: caller-provided out-parameter.
+    let out_graph = unsafe { out(ph_graph) }?;
+    *out_graph = std::ptr::null_mut();
+    if p_input.is_null() || input_size == 0 {
+        record_log("virtual NPU: graph input buffer is empty");
+        return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+    }
+    // SAFETY: the caller guarantees `input_size` readable bytes at `p_input` (graph descriptor contract).
+    let data = unsafe { std::slice::from_raw_parts(p_input, input_size) };
+    let flags = if build_flags.is_null() {
+        String::new()
+    } else {
+        // SAFETY: NUL-terminated per the descriptor contract.
+        unsafe { CStr::from_ptr(build_flags) }.to_string_lossy().into_owned()
+    };
+    trace(format_args!("npu graph create: format {format_:#x}, {input_size} bytes, flags {create_flags:#x}, build flags {flags:?}"));
+    let result = build(format_, data, &flags, create_flags);
+    let (res, text) = match result {
+        Ok(g) => {
+            let text = format!(
+                "virtual NPU: graph with {} inputs and {} outputs compiled for OpenVINO's CPU plugin",
+                g.n_inputs,
+                g.args.len() - g.n_inputs
+            );
+            crate::counters::add("npu.graphs", 1);
+            *out_graph = create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
+            (Ok(()), text)
+        }
+        Err(e) => {
+            let text = format!("virtual NPU: graph compilation failed: {e}");
+            eprintln!("{text}");
+            let code = if format_ != ZE_GRAPH_FORMAT_NGRAPH_LITE && format_ != ZE_GRAPH_FORMAT_NATIVE {
+                ZE_RESULT_ERROR_INVALID_ENUMERATION
+            } else if format_ == ZE_GRAPH_FORMAT_NATIVE {
+                ZE_RESULT_ERROR_INVALID_NATIVE_BINARY
+            } else {
+                ZE_RESULT_ERROR_INVALID_ARGUMENT
+            };
+            (Err(code), text)
+        }
+    };
+    record_log(&text);
+    if !ph_log.is_null() {
+        // SAFETY: non-null caller-provided out-parameter.
+        unsafe { *ph_log = create::<BuildLog, _>(DriverKind::Npu, BuildLog { text }) };
+    }
+    res
+}
+
+fn copy_log(text: &str, p_size: *mut u32, p_log: *mut c_char) -> ZeResult {
+    // SAFETY: caller-provided in/out parameter.
+    let size = unsafe { out(p_size) }?;
+    let need = text.len() as u32 + 1;
+    if p_log.is_null() || *size == 0 {
+        *size = need;
+        return Ok(());
+    }
+    let n = (*size as usize).min(need as usize);
+    // SAFETY: the caller provided *size bytes at p_log; we write n <= *size bytes.
+    let dst = unsafe { std::slice::from_raw_parts_mut(p_log as *mut u8, n) };
+    dst[..n - 1].copy_from_slice(&text.as_bytes()[..n - 1]);
+    dst[n - 1] = 0;
+    *size = n as u32;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Table entries
+// ---------------------------------------------------------------------------------------------------------
+
+unsafe extern "C" fn pfnCreate(
+    hContext: ze_context_handle_t,
+    hDevice: ze_device_handle_t,
+    desc: *const ze_graph_desc_t,
+    phGraph: *mut ze_graph_handle_t,
+) -> ze_result_t {
+    guard("pfnCreate", || {
+        // SAFETY: caller-provided descriptor.
+        let d = unsafe { input(desc) }?;
+        // SAFETY: forwarded contract.
+        unsafe { create_graph(hContext, hDevice, d.format, d.pInput, d.inputSize, d.pBuildFlags, 0, phGraph, std::ptr::null_mut()) }
+    })
+}
+
+unsafe extern "C" fn pfnCreate2(
+    hContext: ze_context_handle_t,
+    hDevice: ze_device_handle_t,
+    desc: *const ze_graph_desc_2_t,
+    phGraph: *mut ze_graph_handle_t,
+) -> ze_result_t {
+    guard("pfnCreate2", || {
+        // SAFETY: caller-provided descriptor.
+        let d = unsafe { input(desc) }?;
+        // SAFETY: forwarded contract.
+        unsafe { create_graph(hContext, hDevice, d.format, d.pInput, d.inputSize, d.pBuildFlags, d.flags, phGraph, std::ptr::null_mut()) }
+    })
+}
+
+unsafe extern "C" fn pfnCreate3(
+    hContext: ze_context_handle_t,
+    hDevice: ze_device_handle_t,
+    desc: *const ze_graph_desc_2_t,
+    phGraph: *mut ze_graph_handle_t,
+    phGraphBuildLog: *mut ze_graph_build_log_handle_t,
+) -> ze_result_t {
+    guard("pfnCreate3", || {
+        // SAFETY: caller-provided descriptor.
+        let d = unsafe { input(desc) }?;
+        // SAFETY: forwarded contract.
+        unsafe { create_graph(hContext, hDevice, d.format, d.pInput, d.inputSize, d.pBuildFlags, d.flags, phGraph, phGraphBuildLog) }
+    })
+}
+
+unsafe extern "C" fn pfnDestroy(hGraph: ze_graph_handle_t) -> ze_result_t {
+    guard("pfnDestroy", || {
+        // SAFETY: validated first; destroy checks the magic again atomically.
+        unsafe { graph_from(hGraph) }?;
+        // SAFETY: as above.
+        drop(unsafe { destroy::<GraphObject, _>(hGraph) }?);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnGetProperties(hGraph: ze_graph_handle_t, p: *mut ze_graph_properties_t) -> ze_result_t {
+    guard("pfnGetProperties", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        p.numGraphArgs = g.graph.args.len() as u32;
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnGetProperties2(hGraph: ze_graph_handle_t, p: *mut ze_graph_properties_2_t) -> ze_result_t {
+    guard("pfnGetProperties2", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        p.numGraphArgs = g.graph.args.len() as u32;
+        p.initStageRequired = 0;
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnGetProperties3(hGraph: ze_graph_handle_t, p: *mut ze_graph_properties_3_t) -> ze_result_t {
+    guard("pfnGetProperties3", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        p.numGraphArgs = g.graph.args.len() as u32;
+        p.initStageRequired = 0;
+        // The graph keeps its own copy of the IR: the caller's (possibly persistent) buffer may be freed.
+        p.flags = ZE_GRAPH_PROPERTIES_FLAG_COMPILED | ZE_GRAPH_PROPERTIES_FLAG_NO_STANDARD_ALLOCATION;
+        Ok(())
+    })
+}
+
+macro_rules! fill_common {
+    ($p:expr, $a:expr) => {{
+        let a: &Arg = $a;
+        set_cstr(&mut $p.name, &a.name);
+        $p.type_ = if a.input { ZE_GRAPH_ARGUMENT_TYPE_INPUT } else { ZE_GRAPH_ARGUMENT_TYPE_OUTPUT };
+        $p.dims = [1; ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE];
+        for (d, s) in $p.dims.iter_mut().zip(&a.shape) {
+            *d = *s as u32;
+        }
+        $p.networkPrecision = a.network.ze_precision;
+        $p.networkLayout = a.layout;
+        $p.devicePrecision = a.device.ze_precision;
+        $p.deviceLayout = a.layout;
+    }};
+}
+
+fn arg_of(g: &Graph, i: u32) -> ZeResult<&Arg> {
+    g.args.get(i as usize).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)
+}
+
+unsafe extern "C" fn pfnGetArgumentProperties(
+    hGraph: ze_graph_handle_t,
+    argIndex: u32,
+    p: *mut ze_graph_argument_properties_t,
+) -> ze_result_t {
+    guard("pfnGetArgumentProperties", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        let a = arg_of(&g.graph, argIndex)?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        fill_common!(p, a);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnGetArgumentProperties2(
+    hGraph: ze_graph_handle_t,
+    argIndex: u32,
+    p: *mut ze_graph_argument_properties_2_t,
+) -> ze_result_t {
+    guard("pfnGetArgumentProperties2", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        let a = arg_of(&g.graph, argIndex)?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        fill_common!(p, a);
+        p.quantReverseScale = 1.0;
+        p.quantZeroPoint = 0;
+        Ok(())
+    })
+}
+
+/// Answers a chained `ze_graph_argument_property_strides_t`: strides are not supported.
+///
+/// # Safety
+/// `first` is a well-formed `pNext` chain.
+unsafe fn answer_strides(first: *const c_void) {
+    // SAFETY: per the contract.
+    if let Some(s) = unsafe { crate::export::find::<ze_graph_argument_property_strides_t>(first, ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_PROPERTY_STRIDES) } {
+        // SAFETY: the chain entry with this stype is that structure.
+        unsafe { (*s).supportsDynamicStrides = false };
+    }
+}
+
+unsafe extern "C" fn pfnGetArgumentProperties3(
+    hGraph: ze_graph_handle_t,
+    argIndex: u32,
+    p: *mut ze_graph_argument_properties_3_t,
+) -> ze_result_t {
+    guard("pfnGetArgumentProperties3", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        let a = arg_of(&g.graph, argIndex)?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        fill_common!(p, a);
+        p.quantReverseScale = 1.0;
+        p.quantZeroPoint = 0;
+        p.dims_count = a.shape.len() as u32;
+        set_cstr(&mut p.debug_friendly_name, &a.name);
+        for (slot, n) in p.associated_tensor_names.iter_mut().zip(&a.tensor_names) {
+            set_cstr(slot, n);
+        }
+        p.associated_tensor_names_count = a.tensor_names.len().min(ZE_MAX_GRAPH_TENSOR_NAMES_SIZE) as u32;
+        // SAFETY: the caller's pNext chain.
+        unsafe { answer_strides(p.pNext) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnGraphGetArgumentMetadata(
+    hGraph: ze_graph_handle_t,
+    argIndex: u32,
+    p: *mut ze_graph_argument_metadata_t,
+) -> ze_result_t {
+    guard("pfnGraphGetArgumentMetadata", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        let a = arg_of(&g.graph, argIndex)?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        p.type_ = if a.input { ZE_GRAPH_ARGUMENT_TYPE_INPUT } else { ZE_GRAPH_ARGUMENT_TYPE_OUTPUT };
+        set_cstr(&mut p.friendly_name, &a.name);
+        p.data_type = a.network.ze_metadata;
+        p.shape = [0; ZE_MAX_GRAPH_TENSOR_REF_DIMS];
+        for (d, s) in p.shape.iter_mut().zip(&a.shape) {
+            *d = *s;
+        }
+        p.shape_size = a.shape.len() as u32;
+        for (slot, n) in p.tensor_names.iter_mut().zip(&a.tensor_names) {
+            set_cstr(slot, n);
+        }
+        p.tensor_names_count = a.tensor_names.len().min(ZE_MAX_GRAPH_TENSOR_NAMES_SIZE) as u32;
+        set_cstr(&mut p.input_name, &a.name);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnSetArgumentValue(hGraph: ze_graph_handle_t, argIndex: u32, pArgValue: *const c_void) -> ze_result_t {
+    guard("pfnSetArgumentValue", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        arg_of(&g.graph, argIndex)?;
+        if pArgValue.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        g.graph.set_arg(argIndex as usize, pArgValue as usize);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnSetArgumentValue2(hGraph: ze_graph_handle_t, argIndex: u32, pArgValue: *const c_void) -> ze_result_t {
+    guard("pfnSetArgumentValue2", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        let a = arg_of(&g.graph, argIndex)?;
+        // SAFETY: pArgValue points to a ze_graph_argument_value_tensor_t (graph ext 1.15 contract).
+        let t = unsafe { input(pArgValue as *const ze_graph_argument_value_tensor_t) }?;
+        if t.stype != ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_TENSOR {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
+        if t.pTensor.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: the tensor descriptor's pNext chain.
+        let strides = unsafe { crate::export::find::<ze_graph_argument_value_strides_t>(t.pNext, ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_STRIDES) };
+        if let Some(s) = strides {
+            // SAFETY: the chain entry with this stype is that structure.
+            let s = unsafe { &*s };
+            // Only dense strides (in bytes or in elements, innermost last) can be honoured.
+            let rank = a.shape.len();
+            let mut dense_elems = vec![0u64; rank];
+            let mut acc = 1u64;
+            for d in (0..rank).rev() {
+                dense_elems[d] = acc;
+                acc *= a.shape[d];
+            }
+            let given: Vec<u64> = s.userStrides[..rank.min(ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE)].iter().map(|&x| x as u64).collect();
+            let in_elems = given.iter().zip(&dense_elems).all(|(g, d)| *g == 0 || g == d);
+            let in_bytes = given.iter().zip(&dense_elems).all(|(g, d)| *g == 0 || *g == d * a.device.size as u64);
+            if !(in_elems || in_bytes) {
+                record_log("virtual NPU: non-dense argument strides are not supported");
+                return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+            }
+        }
+        g.graph.set_arg(argIndex as usize, t.pTensor as usize);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnAppendGraphInitialize(
+    hCommandList: ze_command_list_handle_t,
+    hGraph: ze_graph_handle_t,
+    hSignalEvent: ze_event_handle_t,
+    numWaitEvents: u32,
+    phWaitEvents: *mut ze_event_handle_t,
+) -> ze_result_t {
+    guard("pfnAppendGraphInitialize", || {
+        // SAFETY: handle validation.
+        let list = unsafe { command_list_from(hCommandList) }?;
+        same_driver(DriverKind::Npu, list)?;
+        // SAFETY: handle validation.
+        unsafe { graph_from(hGraph) }?;
+        // SAFETY: caller-provided event handles.
+        let (signal, waits) = unsafe { collect_events(DriverKind::Npu, hSignalEvent, numWaitEvents, phWaitEvents) }?;
+        // Nothing to initialise: a barrier keeps the event semantics.
+        let r = list.append_with_events(Command::Barrier, signal, waits);
+        if r == ZE_RESULT_SUCCESS { Ok(()) } else { Err(r) }
+    })
+}
+
+unsafe extern "C" fn pfnAppendGraphExecute(
+    hCommandList: ze_command_list_handle_t,
+    hGraph: ze_graph_handle_t,
+    hProfilingQuery: ze_graph_profiling_query_handle_t,
+    hSignalEvent: ze_event_handle_t,
+    numWaitEvents: u32,
+    phWaitEvents: *mut ze_event_handle_t,
+) -> ze_result_t {
+    guard("pfnAppendGraphExecute", || {
+        // SAFETY: handle validation.
+        let list = unsafe { command_list_from(hCommandList) }?;
+        same_driver(DriverKind::Npu, list)?;
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        if !hProfilingQuery.is_null() {
+            return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        }
+        // SAFETY: caller-provided event handles.
+        let (signal, waits) = unsafe { collect_events(DriverKind::Npu, hSignalEvent, numWaitEvents, phWaitEvents) }?;
+        let args = g.graph.snapshot();
+        let graph: Arc<dyn GraphExecutable> = g.graph.clone();
+        let r = list.append_with_events(Command::GraphExecute { graph, args }, signal, waits);
+        if r == ZE_RESULT_SUCCESS { Ok(()) } else { Err(r) }
+    })
+}
+
+unsafe extern "C" fn pfnGetNativeBinary(hGraph: ze_graph_handle_t, pSize: *mut usize, pBlob: *mut u8) -> ze_result_t {
+    guard("pfnGetNativeBinary", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        // SAFETY: caller-provided in/out parameter.
+        let size = unsafe { out(pSize) }?;
+        let blob = &g.graph.native;
+        if pBlob.is_null() {
+            *size = blob.len();
+            return Ok(());
+        }
+        if *size < blob.len() {
+            return Err(ZE_RESULT_ERROR_INVALID_SIZE);
+        }
+        // SAFETY: the caller provided *size >= blob.len() writable bytes.
+        unsafe { std::ptr::copy_nonoverlapping(blob.as_ptr(), pBlob, blob.len()) };
+        *size = blob.len();
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnGetNativeBinary2(hGraph: ze_graph_handle_t, pSize: *mut usize, ppBlob: *mut *const u8) -> ze_result_t {
+    guard("pfnGetNativeBinary2", || {
+        // SAFETY: handle validation.
+        let g = unsafe { graph_from(hGraph) }?;
+        // SAFETY: caller-provided out-parameters.
+        let size = unsafe { out(pSize) }?;
+        // SAFETY: as above.
+        let blob = unsafe { out(ppBlob) }?;
+        *size = g.graph.native.len();
+        // Owned by the graph: valid until pfnDestroy.
+        *blob = g.graph.native.as_ptr();
+        Ok(())
+    })
+}
+
+fn fill_device_props(graph_ext: &mut u32, compiler: &mut ze_graph_compiler_version_info_t, formats: &mut u32, opset: &mut u32) {
+    *graph_ext = GRAPH_EXT_VERSION;
+    *compiler = COMPILER_VERSION;
+    *formats = ZE_GRAPH_FORMAT_NGRAPH_LITE;
+    *opset = MAX_OPSET;
+}
+
+unsafe extern "C" fn pfnDeviceGetGraphProperties(hDevice: ze_device_handle_t, p: *mut ze_device_graph_properties_t) -> ze_result_t {
+    guard("pfnDeviceGetGraphProperties", || {
+        // SAFETY: handle validation.
+        unsafe { device_in(DriverKind::Npu, hDevice) }?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        fill_device_props(&mut p.graphExtensionVersion, &mut p.compilerVersion, &mut p.graphFormatsSupported, &mut p.maxOVOpsetVersionSupported);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnDeviceGetGraphProperties2(hDevice: ze_device_handle_t, p: *mut ze_device_graph_properties_2_t) -> ze_result_t {
+    guard("pfnDeviceGetGraphProperties2", || {
+        // SAFETY: handle validation.
+        unsafe { device_in(DriverKind::Npu, hDevice) }?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        fill_device_props(&mut p.graphExtensionVersion, &mut p.compilerVersion, &mut p.graphFormatsSupported, &mut p.maxOVOpsetVersionSupported);
+        p.elfVersion = ze_graph_version_info_t { major: 1, minor: 0, patch: 0 };
+        p.runtimeVersion = ze_graph_version_info_t { major: 1, minor: 0, patch: 0 };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnQueryNetworkCreate(
+    hContext: ze_context_handle_t,
+    hDevice: ze_device_handle_t,
+    _desc: *const ze_graph_desc_t,
+    _ph: *mut ze_graph_query_network_handle_t,
+) -> ze_result_t {
+    guard("pfnQueryNetworkCreate", || {
+        // SAFETY: handle validation.
+        same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
+        // SAFETY: handle validation.
+        unsafe { device_in(DriverKind::Npu, hDevice) }?;
+        Err::<(), _>(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+    })
+}
+
+unsafe extern "C" fn pfnQueryNetworkCreate2(
+    hContext: ze_context_handle_t,
+    hDevice: ze_device_handle_t,
+    _desc: *const ze_graph_desc_2_t,
+    _ph: *mut ze_graph_query_network_handle_t,
+) -> ze_result_t {
+    guard("pfnQueryNetworkCreate2", || {
+        // SAFETY: handle validation.
+        same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
+        // SAFETY: handle validation.
+        unsafe { device_in(DriverKind::Npu, hDevice) }?;
+        Err::<(), _>(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+    })
+}
+
+unsafe extern "C" fn pfnQueryNetworkDestroy(_h: ze_graph_query_network_handle_t) -> ze_result_t {
+    guard("pfnQueryNetworkDestroy", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+}
+
+unsafe extern "C" fn pfnQueryNetworkGetSupportedLayers(_h: ze_graph_query_network_handle_t, _s: *mut usize, _l: *mut c_char) -> ze_result_t {
+    guard("pfnQueryNetworkGetSupportedLayers", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+}
+
+unsafe extern "C" fn pfnBuildLogGetString(hGraph: ze_graph_handle_t, pSize: *mut u32, pBuildLog: *mut c_char) -> ze_result_t {
+    guard("pfnBuildLogGetString", || {
+        // A NULL (or failed) graph asks for the latest build error, which is how the plugin reads it.
+        let text = if hGraph.is_null() {
+            last_log()
+        } else {
+            // SAFETY: handle validation.
+            unsafe { graph_from(hGraph) }?.log.clone()
+        };
+        copy_log(&text, pSize, pBuildLog)
+    })
+}
+
+unsafe extern "C" fn pfnBuildLogGetString2(hLog: ze_graph_build_log_handle_t, pSize: *mut u32, pBuildLog: *mut c_char) -> ze_result_t {
+    guard("pfnBuildLogGetString2", || {
+        // SAFETY: handle validation.
+        let l = unsafe { get::<BuildLog, _>(hLog) }?;
+        copy_log(&l.text, pSize, pBuildLog)
+    })
+}
+
+unsafe extern "C" fn pfnBuildLogDestroy(hLog: ze_graph_build_log_handle_t) -> ze_result_t {
+    guard("pfnBuildLogDestroy", || {
+        // SAFETY: handle validation inside destroy.
+        drop(unsafe { destroy::<BuildLog, _>(hLog) }?);
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnQueryContextMemory(
+    hContext: ze_context_handle_t,
+    _type: ze_graph_memory_query_type_t,
+    query: *mut ze_graph_memory_query_t,
+) -> ze_result_t {
+    guard("pfnQueryContextMemory", || {
+        // SAFETY: handle validation.
+        same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
+        // SAFETY: caller-provided out-parameter.
+        let q = unsafe { out(query) }?;
+        q.total = 16 << 30;
+        q.allocated = 0;
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnGraphInitialize(hGraph: ze_graph_handle_t) -> ze_result_t {
+    guard("pfnGraphInitialize", || {
+        // SAFETY: handle validation.
+        unsafe { graph_from(hGraph) }?;
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnCompilerGetSupportedOptions(
+    hDevice: ze_device_handle_t,
+    _type: ze_npu_options_type_t,
+    _pSize: *mut usize,
+    _p: *mut c_char,
+) -> ze_result_t {
+    guard("pfnCompilerGetSupportedOptions", || {
+        // SAFETY: handle validation.
+        unsafe { device_in(DriverKind::Npu, hDevice) }?;
+        Err::<(), _>(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+    })
+}
+
+unsafe extern "C" fn pfnCompilerIsOptionSupported(
+    hDevice: ze_device_handle_t,
+    _type: ze_npu_options_type_t,
+    _opt: *const c_char,
+    _val: *const c_char,
+) -> ze_result_t {
+    guard("pfnCompilerIsOptionSupported", || {
+        // SAFETY: handle validation.
+        unsafe { device_in(DriverKind::Npu, hDevice) }?;
+        Err::<(), _>(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+    })
+}
+
+unsafe extern "C" fn pfnEvict(hGraph: ze_graph_handle_t) -> ze_result_t {
+    guard("pfnEvict", || {
+        // SAFETY: handle validation.
+        unsafe { graph_from(hGraph) }?;
+        Ok(())
+    })
+}
+
+/// The `ZE_extension_graph` table (graph extension 1.16: 31 slots, all filled).
+pub static GRAPH_TABLE: ze_graph_dditable_ext_t = ze_graph_dditable_ext_t {
+    pfnCreate: Some(pfnCreate),
+    pfnDestroy: Some(pfnDestroy),
+    pfnGetProperties: Some(pfnGetProperties),
+    pfnGetArgumentProperties: Some(pfnGetArgumentProperties),
+    pfnSetArgumentValue: Some(pfnSetArgumentValue),
+    pfnAppendGraphInitialize: Some(pfnAppendGraphInitialize),
+    pfnAppendGraphExecute: Some(pfnAppendGraphExecute),
+    pfnGetNativeBinary: Some(pfnGetNativeBinary),
+    pfnDeviceGetGraphProperties: Some(pfnDeviceGetGraphProperties),
+    pfnGraphGetArgumentMetadata: Some(pfnGraphGetArgumentMetadata),
+    pfnGetArgumentProperties2: Some(pfnGetArgumentProperties2),
+    pfnGetArgumentProperties3: Some(pfnGetArgumentProperties3),
+    pfnQueryNetworkCreate: Some(pfnQueryNetworkCreate),
+    pfnQueryNetworkDestroy: Some(pfnQueryNetworkDestroy),
+    pfnQueryNetworkGetSupportedLayers: Some(pfnQueryNetworkGetSupportedLayers),
+    pfnBuildLogGetString: Some(pfnBuildLogGetString),
+    pfnCreate2: Some(pfnCreate2),
+    pfnQueryNetworkCreate2: Some(pfnQueryNetworkCreate2),
+    pfnQueryContextMemory: Some(pfnQueryContextMemory),
+    pfnDeviceGetGraphProperties2: Some(pfnDeviceGetGraphProperties2),
+    pfnGetNativeBinary2: Some(pfnGetNativeBinary2),
+    pfnGetProperties2: Some(pfnGetProperties2),
+    pfnGraphInitialize: Some(pfnGraphInitialize),
+    pfnCompilerGetSupportedOptions: Some(pfnCompilerGetSupportedOptions),
+    pfnCompilerIsOptionSupported: Some(pfnCompilerIsOptionSupported),
+    pfnCreate3: Some(pfnCreate3),
+    pfnGetProperties3: Some(pfnGetProperties3),
+    pfnBuildLogGetString2: Some(pfnBuildLogGetString2),
+    pfnBuildLogDestroy: Some(pfnBuildLogDestroy),
+    pfnSetArgumentValue2: Some(pfnSetArgumentValue2),
+    pfnEvict: Some(pfnEvict),
+};

@@ -1,0 +1,222 @@
+//! The virtual NPU driver's extensions: what the OpenVINO NPU plugin reaches through
+//! `zeDriverGetExtensionFunctionAddress` on the NPU driver (`virtual-l0-npu.md`).
+//!
+//! - [`extension_properties`]: the `zeDriverGetExtensionProperties` list of the NPU driver.
+//! - [`extension_function_address`]: the table behind an extension name.
+//! - `ZE_extension_driver_npu` → [`DRIVER_NPU_TABLE`], whose `pfnGetExtension` hands out the other
+//!   tables by name (the plugin's preferred path).
+//! - `ZE_extension_graph` → [`graph::GRAPH_TABLE`] (graph extension 1.16): graphs are compiled and run by
+//!   the process's own OpenVINO CPU plugin ([`engine`]); the formats are in [`format`].
+//! - `ZE_extension_command_queue_npu` 1.1, `ZE_extension_context_npu` 1.0: accepted, nothing to tune.
+//! - `ZE_extension_profiling_data` 1.0: the table exists; profiling itself is not implemented.
+//!
+//! `ZE_experimental_mutable_command_list` and `ZE_extension_external_memmap_sysmem` are advertised here
+//! but implemented by the platform (`zeCommandListGetNextCommandIdExp`,
+//! `zeCommandListUpdateMutableCommandsExp`, `zeMemAllocHost` with the sysmem descriptor).
+
+pub mod engine;
+pub mod format;
+pub mod graph;
+pub mod ir;
+
+use std::ffi::{c_char, c_void, CStr};
+
+use crate::export::{guard, input, out, ZeResult};
+use crate::objects::{context_from, device_in, driver_from, queue_from, same_driver, DriverKind};
+use crate::sys::npu::*;
+use crate::sys::*;
+
+const V1_0: u32 = ze_make_version(1, 0);
+const V1_1: u32 = ze_make_version(1, 1);
+
+/// Extensions the NPU driver advertises, in order: (name, `ZE_MAKE_VERSION(major, minor)`).
+pub fn extension_properties() -> &'static [(&'static str, u32)] {
+    &[
+        (ZE_GRAPH_EXT_NAME, graph::GRAPH_EXT_VERSION),
+        (ZE_DRIVER_NPU_EXT_NAME, V1_0),
+        (ZE_COMMAND_QUEUE_NPU_EXT_NAME, V1_1),
+        (ZE_CONTEXT_NPU_EXT_NAME, V1_0),
+        (ZE_PROFILING_DATA_EXT_NAME, V1_0),
+        (ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME, V1_1),
+        (ZE_EXTERNAL_MEMMAP_SYSMEM_EXT_NAME, V1_0),
+    ]
+}
+
+fn table_ptr<T>(t: &'static T) -> *mut c_void {
+    t as *const T as *mut c_void
+}
+
+/// The table behind an extension name, for the NPU driver (`None`: not a table of ours; the platform
+/// answers `ZE_RESULT_ERROR_INVALID_ARGUMENT`).
+pub fn extension_function_address(name: &CStr) -> Option<*mut c_void> {
+    match name.to_bytes() {
+        b"ZE_extension_driver_npu" => Some(table_ptr(&DRIVER_NPU_TABLE)),
+        b"ZE_extension_graph" => Some(table_ptr(&graph::GRAPH_TABLE)),
+        b"ZE_extension_command_queue_npu" => Some(table_ptr(&COMMAND_QUEUE_NPU_TABLE)),
+        b"ZE_extension_context_npu" => Some(table_ptr(&CONTEXT_NPU_TABLE)),
+        b"ZE_extension_profiling_data" => Some(table_ptr(&PROFILING_TABLE)),
+        _ => None,
+    }
+}
+
+/// Highest version of each table-bearing extension (the requested version may be lower: the tables are
+/// prefix-compatible, a caller of version v reads only the slots of v).
+fn table_version(name: &[u8]) -> Option<u32> {
+    extension_properties()
+        .iter()
+        .find(|(n, _)| n.as_bytes() == name)
+        .map(|&(_, v)| v)
+        .filter(|_| name != ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME.as_bytes() && name != ZE_EXTERNAL_MEMMAP_SYSMEM_EXT_NAME.as_bytes())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// ZE_extension_driver_npu
+// ---------------------------------------------------------------------------------------------------------
+
+unsafe extern "C" fn pfnGetExtension(hDriver: ze_driver_handle_t, pExtension: *mut ze_driver_extension_npu_ext_t) -> ze_result_t {
+    guard("pfnGetExtension", || -> ZeResult {
+        // SAFETY: handle validation.
+        let d = unsafe { driver_from(hDriver) }?;
+        same_driver(DriverKind::Npu, d)?;
+        // SAFETY: caller-provided in/out structure.
+        let ext = unsafe { out(pExtension) }?;
+        if ext.name.is_null() || ext.ppFunctionAddress.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: NUL-terminated extension name per the structure's contract.
+        let name = unsafe { CStr::from_ptr(ext.name) };
+        // SAFETY: non-null out-pointer checked above.
+        unsafe { *ext.ppFunctionAddress = std::ptr::null_mut() };
+        let ours = table_version(name.to_bytes()).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+        if ze_major_version(ext.version) != ze_major_version(ours) {
+            return Err(ZE_RESULT_ERROR_UNSUPPORTED_VERSION);
+        }
+        let table = extension_function_address(name).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+        // SAFETY: as above.
+        unsafe { *ext.ppFunctionAddress = table };
+        crate::export::trace(format_args!(
+            "npu pfnGetExtension {} v{}.{} (driver has v{}.{})",
+            name.to_string_lossy(),
+            ze_major_version(ext.version),
+            ze_minor_version(ext.version),
+            ze_major_version(ours),
+            ze_minor_version(ours)
+        ));
+        Ok(())
+    })
+}
+
+/// The `ZE_extension_driver_npu` table.
+pub static DRIVER_NPU_TABLE: ze_driver_npu_dditable_ext_t = ze_driver_npu_dditable_ext_t { pfnGetExtension: Some(pfnGetExtension) };
+
+// ---------------------------------------------------------------------------------------------------------
+// ZE_extension_command_queue_npu, ZE_extension_context_npu
+// ---------------------------------------------------------------------------------------------------------
+
+unsafe extern "C" fn pfnSetWorkloadType(hCommandQueue: ze_command_queue_handle_t, workloadType: ze_command_queue_workload_type_t) -> ze_result_t {
+    guard("pfnSetWorkloadType", || -> ZeResult {
+        // SAFETY: handle validation.
+        let q = unsafe { queue_from(hCommandQueue) }?;
+        same_driver(DriverKind::Npu, q)?;
+        match workloadType {
+            ZE_WORKLOAD_TYPE_DEFAULT | ZE_WORKLOAD_TYPE_BACKGROUND => Ok(()),
+            _ => Err(ZE_RESULT_ERROR_INVALID_ENUMERATION),
+        }
+    })
+}
+
+/// The `ZE_extension_command_queue_npu` table (1.1).
+pub static COMMAND_QUEUE_NPU_TABLE: ze_command_queue_npu_dditable_ext_t =
+    ze_command_queue_npu_dditable_ext_t { pfnSetWorkloadType: Some(pfnSetWorkloadType) };
+
+unsafe extern "C" fn pfnContextSetProperties(hContext: ze_context_handle_t, props: *mut ze_context_properties_npu_ext_t) -> ze_result_t {
+    guard("pfnContextSetProperties", || -> ZeResult {
+        // SAFETY: handle validation.
+        same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
+        // SAFETY: caller-provided structure.
+        unsafe { input(props as *const ze_context_properties_npu_ext_t) }?;
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn pfnContextReleaseMemory(hContext: ze_context_handle_t) -> ze_result_t {
+    guard("pfnContextReleaseMemory", || -> ZeResult {
+        // SAFETY: handle validation.
+        same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
+        Ok(())
+    })
+}
+
+/// The `ZE_extension_context_npu` table (1.0).
+pub static CONTEXT_NPU_TABLE: ze_context_npu_dditable_ext_t = ze_context_npu_dditable_ext_t {
+    pfnSetProperties: Some(pfnContextSetProperties),
+    pfnReleaseMemory: Some(pfnContextReleaseMemory),
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// ZE_extension_profiling_data (not implemented: every entry but the properties query is UNSUPPORTED)
+// ---------------------------------------------------------------------------------------------------------
+
+unsafe extern "C" fn pfnProfilingPoolCreate(_g: ze_graph_handle_t, _n: u32, _p: *mut ze_graph_profiling_pool_handle_t) -> ze_result_t {
+    guard("pfnProfilingPoolCreate", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+}
+unsafe extern "C" fn pfnProfilingPoolDestroy(_p: ze_graph_profiling_pool_handle_t) -> ze_result_t {
+    guard("pfnProfilingPoolDestroy", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+}
+unsafe extern "C" fn pfnProfilingQueryCreate(_p: ze_graph_profiling_pool_handle_t, _i: u32, _q: *mut ze_graph_profiling_query_handle_t) -> ze_result_t {
+    guard("pfnProfilingQueryCreate", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+}
+unsafe extern "C" fn pfnProfilingQueryDestroy(_q: ze_graph_profiling_query_handle_t) -> ze_result_t {
+    guard("pfnProfilingQueryDestroy", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+}
+unsafe extern "C" fn pfnProfilingQueryGetData(
+    _q: ze_graph_profiling_query_handle_t,
+    _t: ze_graph_profiling_type_t,
+    _s: *mut u32,
+    _d: *mut u8,
+) -> ze_result_t {
+    guard("pfnProfilingQueryGetData", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+}
+unsafe extern "C" fn pfnDeviceGetProfilingDataProperties(hDevice: ze_device_handle_t, p: *mut ze_device_profiling_data_properties_t) -> ze_result_t {
+    guard("pfnDeviceGetProfilingDataProperties", || -> ZeResult {
+        // SAFETY: handle validation.
+        unsafe { device_in(DriverKind::Npu, hDevice) }?;
+        // SAFETY: caller-provided out-parameter.
+        let p = unsafe { out(p) }?;
+        p.extensionVersion = ZE_PROFILING_DATA_EXT_VERSION_1_0;
+        Ok(())
+    })
+}
+unsafe extern "C" fn pfnProfilingLogGetString(_q: ze_graph_profiling_query_handle_t, _s: *mut u32, _l: *mut c_char) -> ze_result_t {
+    guard("pfnProfilingLogGetString", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+}
+
+/// The `ZE_extension_profiling_data` table (1.0).
+pub static PROFILING_TABLE: ze_graph_profiling_dditable_ext_t = ze_graph_profiling_dditable_ext_t {
+    pfnProfilingPoolCreate: Some(pfnProfilingPoolCreate),
+    pfnProfilingPoolDestroy: Some(pfnProfilingPoolDestroy),
+    pfnProfilingQueryCreate: Some(pfnProfilingQueryCreate),
+    pfnProfilingQueryDestroy: Some(pfnProfilingQueryDestroy),
+    pfnProfilingQueryGetData: Some(pfnProfilingQueryGetData),
+    pfnDeviceGetProfilingDataProperties: Some(pfnDeviceGetProfilingDataProperties),
+    pfnProfilingLogGetString: Some(pfnProfilingLogGetString),
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advertised_versions() {
+        let p = extension_properties();
+        let graph = p.iter().find(|(n, _)| *n == "ZE_extension_graph").unwrap().1;
+        assert!(graph <= ze_make_version(1, 18) && graph >= ze_make_version(1, 5));
+        assert_eq!(graph_table_slots(graph), 31);
+        for (n, _) in p {
+            let c = std::ffi::CString::new(*n).unwrap();
+            let table = extension_function_address(&c);
+            let expect_table = !matches!(*n, "ZE_experimental_mutable_command_list" | "ZE_extension_external_memmap_sysmem");
+            assert_eq!(table.is_some(), expect_table, "{n}");
+        }
+    }
+}
