@@ -146,8 +146,37 @@ impl TensorHandle {
         if !raw {
             self.element_type()?.check::<T>("the tensor")?;
         }
-        let bytes = self.byte_size()?;
         let p = self.data_ptr()?;
+        // Already checked: view_ptr need not check the element type again.
+        self.view_ptr(p, true, write)
+    }
+
+    /// A checked read view of this tensor's memory at `p`, for tensors whose host-visible memory
+    /// is found another way than `ov_tensor_data` (NPU remote tensors: their `MEM_HANDLE`).
+    ///
+    /// # Safety
+    /// `p` is this tensor's memory: host-visible and valid for its byte size while `self` lives.
+    pub(crate) unsafe fn data_at<T: Element>(&self, p: *mut c_void) -> Result<TensorData<'_, T>> {
+        let (ptr, len) = self.view_ptr::<T>(p, false, false)?;
+        Ok(TensorData { handle: self, ptr, len, _p: PhantomData })
+    }
+
+    /// A checked write view of this tensor's memory at `p`; see [`data_at`](Self::data_at).
+    ///
+    /// # Safety
+    /// As [`data_at`](Self::data_at).
+    pub(crate) unsafe fn data_mut_at<T: Element>(&self, p: *mut c_void) -> Result<TensorDataMut<'_, T>> {
+        let (ptr, len) = self.view_ptr::<T>(p, false, true)?;
+        Ok(TensorDataMut { handle: self, ptr, len, _p: PhantomData })
+    }
+
+    /// Pointer and element count for a view of `T` at `p`; `unchecked_type` skips the element
+    /// type check (byte views, or already checked).
+    fn view_ptr<T: Element>(&self, p: *mut c_void, unchecked_type: bool, write: bool) -> Result<(NonNull<T>, usize)> {
+        if !unchecked_type {
+            self.element_type()?.check::<T>("the tensor")?;
+        }
+        let bytes = self.byte_size()?;
         let len = bytes / std::mem::size_of::<T>();
         let p = if len == 0 {
             NonNull::dangling()
