@@ -6,6 +6,7 @@ pub use error::{Error, ErrorKind, Result};
 
 pub mod level_zero;
 pub mod models;
+pub mod npu;
 pub mod openvino;
 
 #[cfg(feature = "sycl")]

@@ -8,8 +8,7 @@ use crate::error::Result;
 
 /// The `uuid` Intel's NPU driver reports in `ze_driver_properties_t` (`ze_intel_npu_driver_uuid`
 /// from intel/level-zero-npu-extensions); OpenVINO's NPU plugin only accepts a driver with it.
-pub const INTEL_NPU_DRIVER_UUID: [u8; 16] =
-    [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89];
+pub const INTEL_NPU_DRIVER_UUID: [u8; 16] = sys::npu::ZE_INTEL_NPU_DRIVER_UUID;
 
 /// A Level Zero driver (`ze_driver_handle_t`).
 ///

@@ -1,0 +1,190 @@
+//! [`NpuContext`]: OpenVINO's NPU context seen from Level Zero.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::level_zero::{self, ApiVersion, Device, DeviceType, Driver, ExternalMemoryTypes, INTEL_NPU_DRIVER_UUID};
+use crate::openvino::{CompiledModel, Core, RemoteContext};
+
+/// The extension that enables zero-copy rebinding in the NPU plugin.
+pub const MUTABLE_COMMAND_LIST_EXT: &str = "ZE_experimental_mutable_command_list";
+
+/// What the NPU driver behind a context can do for the memory paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpuCapabilities {
+    /// `DMA_BUF` in the device's memory import types: SHARED_BUF (dma-buf fd) tensors work.
+    pub fd_import: bool,
+    /// `STANDARD_ALLOCATION` (0x100) in the import types: CPU_VA tensors and the zero-copy import
+    /// of page-aligned plain tensors work.
+    pub sysmem_import: bool,
+    /// The driver advertises `ZE_experimental_mutable_command_list`: rebinding a tensor patches
+    /// the recorded command list instead of copying (without it every user tensor is copied).
+    pub mutable_command_lists: bool,
+    /// The raw import types.
+    pub import_types: ExternalMemoryTypes,
+    /// The driver's Level Zero API version.
+    pub api_version: ApiVersion,
+    /// The driver's version.
+    pub driver_version: u32,
+    /// The device's name.
+    pub device_name: String,
+}
+
+/// OpenVINO's NPU context (the plugin's one Level Zero context per [`Core`]) together with the
+/// Level Zero driver and device it belongs to and their capabilities.
+///
+/// It keeps the OpenVINO [`RemoteContext`] alive, and through it the [`Core`] (or the
+/// [`CompiledModel`]) it came from. The Level Zero context is **borrowed** from the plugin: it is
+/// never destroyed here. Cloning is cheap and shares everything.
+#[derive(Clone)]
+pub struct NpuContext {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    remote: RemoteContext,
+    l0: Arc<level_zero::Context>,
+    device: Device,
+    caps: NpuCapabilities,
+}
+
+impl NpuContext {
+    /// The NPU context of the device `compiled` was compiled for.
+    ///
+    /// # Errors
+    /// [`Unsupported { path: "NPU" }`](ErrorKind::Unsupported) when the model was compiled for
+    /// another device (the message names it); Level Zero and OpenVINO errors otherwise.
+    pub fn from_compiled_model(compiled: &CompiledModel) -> Result<NpuContext> {
+        let device = compiled.property("EXECUTION_DEVICES").unwrap_or_default();
+        let remote = compiled.context().map_err(|e| {
+            Error::unsupported(
+                "NPU",
+                format!(
+                    "the compiled model has no remote context, so it was not compiled for the NPU \
+                     (execution devices: {}); compile it for \"NPU\" (OpenVINO said: {e})",
+                    if device.is_empty() { "unknown".into() } else { device.clone() }
+                ),
+            )
+        })?;
+        Self::from_remote_context(remote)
+    }
+
+    /// The NPU context of `core` (`core.default_context("NPU")`).
+    ///
+    /// # Errors
+    /// [`Unsupported { path: "NPU" }`](ErrorKind::Unsupported) when the core has no NPU device
+    /// (the message lists the devices it has).
+    pub fn from_core(core: &Core) -> Result<NpuContext> {
+        let remote = core.default_context("NPU").map_err(|e| {
+            let devices = core.available_devices().map(|d| d.join(", ")).unwrap_or_else(|_| "?".into());
+            Error::unsupported(
+                "NPU",
+                format!("OpenVINO has no NPU context (available devices: {devices}); OpenVINO said: {e}"),
+            )
+        })?;
+        Self::from_remote_context(remote)
+    }
+
+    /// Wraps an NPU remote context.
+    ///
+    /// # Errors
+    /// [`Unsupported { path: "NPU" }`](ErrorKind::Unsupported) when `remote` is not an NPU
+    /// context or no Level Zero NPU driver owns its `L0_CONTEXT`.
+    pub fn from_remote_context(remote: RemoteContext) -> Result<NpuContext> {
+        let name = remote.device_name()?;
+        if !name.starts_with("NPU") {
+            return Err(Error::unsupported(
+                "NPU",
+                format!("the remote context belongs to {name:?}, not to the NPU; use a model compiled for \"NPU\""),
+            ));
+        }
+        let handle = remote.l0_context().map_err(|e| e.context("reading the NPU context's L0_CONTEXT"))?;
+        if handle.is_null() {
+            return Err(Error::unsupported("NPU", "the NPU context's L0_CONTEXT is null"));
+        }
+        let (driver, device) = find_npu_driver()?;
+        // SAFETY: `handle` is the NPU plugin's ze_context_handle_t (L0_CONTEXT), created on the
+        // plugin's NPU driver; the plugin destroys it only when its Core is destroyed, and `owner`
+        // (a clone of the remote context) keeps that Core alive for as long as this wrapper.
+        let l0 = unsafe { level_zero::Context::from_raw_borrowed_with_owner(handle.cast(), driver, remote.clone()) };
+        l0.status().map_err(|e| {
+            Error::unsupported("NPU", format!("the NPU context L0_CONTEXT {handle:p} is not usable on the NPU driver: {e}"))
+        })?;
+        let ext = device.external_memory_properties()?;
+        let dprops = device.properties()?;
+        let drv = driver.properties()?;
+        let caps = NpuCapabilities {
+            fd_import: ext.import.contains(ExternalMemoryTypes::DMA_BUF),
+            sysmem_import: ext.import.contains(ExternalMemoryTypes::STANDARD_ALLOCATION),
+            mutable_command_lists: driver.has_extension(MUTABLE_COMMAND_LIST_EXT)?,
+            import_types: ext.import,
+            api_version: driver.api_version()?,
+            driver_version: drv.driver_version,
+            device_name: dprops.name,
+        };
+        Ok(NpuContext { inner: Arc::new(Inner { remote, l0: Arc::new(l0), device, caps }) })
+    }
+
+    /// The OpenVINO remote context.
+    pub fn remote_context(&self) -> &RemoteContext {
+        &self.inner.remote
+    }
+
+    /// The plugin's Level Zero context (borrowed: never destroyed by this crate). Allocations
+    /// made in it hold this `Arc`, and so keep the OpenVINO core alive.
+    pub fn level_zero_context(&self) -> &Arc<level_zero::Context> {
+        &self.inner.l0
+    }
+
+    /// The NPU's Level Zero driver.
+    pub fn driver(&self) -> Driver {
+        self.inner.device.driver()
+    }
+
+    /// The NPU's Level Zero device.
+    pub fn device(&self) -> Device {
+        self.inner.device
+    }
+
+    /// What the driver supports.
+    pub fn capabilities(&self) -> &NpuCapabilities {
+        &self.inner.caps
+    }
+}
+
+impl fmt::Debug for NpuContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NpuContext")
+            .field("l0", &self.inner.l0)
+            .field("device", &self.inner.device)
+            .field("capabilities", &self.inner.caps)
+            .finish()
+    }
+}
+
+/// The Level Zero driver the NPU plugin uses: uuid [`INTEL_NPU_DRIVER_UUID`] with a VPU device
+/// (the plugin accepts no other and uses the driver's first device).
+fn find_npu_driver() -> Result<(Driver, Device)> {
+    let mut seen = Vec::new();
+    for driver in Driver::all()? {
+        let props = driver.properties()?;
+        if props.uuid != INTEL_NPU_DRIVER_UUID {
+            seen.push(format!("{:02x?}", props.uuid));
+            continue;
+        }
+        for device in driver.devices()? {
+            if device.properties()?.device_type == DeviceType::Vpu {
+                return Ok((driver, device));
+            }
+        }
+    }
+    Err(Error::new(
+        ErrorKind::Unsupported { path: "NPU" },
+        format!(
+            "the NPU path is not supported here: no Level Zero driver with Intel's NPU driver uuid and a VPU \
+             device (drivers seen: {})",
+            if seen.is_empty() { "none".into() } else { seen.join(", ") }
+        ),
+    ))
+}

@@ -1,0 +1,61 @@
+//! The NPU side: [`NpuContext`] (OpenVINO's NPU context with its Level Zero driver and device) and
+//! the memory paths that give the NPU memory without copying.
+//!
+//! | path | constructor | memory owned by | zero-copy | notes |
+//! |------|-------------|-----------------|-----------|-------|
+//! | L0 host tensor | [`NpuContext::l0_host_tensor`] | the tensor (plugin `zeMemAllocHost`) | yes | `Input` = write-combined: write-only for the CPU |
+//! | CPU_VA | [`NpuContext::cpu_va_tensor`], [`NpuContext::cpu_va_tensor_from_raw`] | the tensor (a moved-in [`PageAlignedBuffer`]) / the caller (`keepalive`) | yes (sysmem import) | address and byte size multiples of 4096 |
+//! | dma-buf (SHARED_BUF) | [`NpuContext::dma_buf_tensor`] | the exporter; the tensor owns the fd and closes it once | yes | the GPU exports with [`L0Allocation::export_dma_buf`](crate::level_zero::L0Allocation::export_dma_buf) |
+//! | plain host tensor | [`PageAlignedBuffer::into_tensor`], any [`Tensor`](crate::openvino::Tensor) | the tensor | only when page-aligned | see below |
+//!
+//! Every tensor keeps alive what it wraps (by construction: the memory's owner moves into the
+//! tensor's keep-alive list) and its context, and [`InferRequest`](crate::openvino::InferRequest)
+//! keeps every bound tensor alive until it was rebound and the next inference finished. So no
+//! tensor can outlive its memory, and no `NpuContext`, `Core` or `CompiledModel` is freed while
+//! something still depends on it.
+//!
+//! Host access to remote tensors goes through [`RemoteTensor::host_data`](crate::openvino::RemoteTensor::host_data)
+//! and [`host_data_mut`](crate::openvino::RemoteTensor::host_data_mut): checked views that never
+//! overlap an inference. A write through them after binding is seen by the next inference without
+//! rebinding.
+//!
+//! # Plain host tensors
+//! A plain [`Tensor`](crate::openvino::Tensor) set on an NPU request is
+//! - **imported** (zero-copy, like CPU_VA, then rebound through a mutable command list) when its
+//!   data pointer **and** byte size are multiples of 4096 — a tensor over a [`PageAlignedBuffer`]
+//!   with a page-multiple byte size. The virtual platform counts it in `npu.imports.sysmem`, and
+//!   `npu.bytes_copied` stays 0;
+//! - **shadow-copied** otherwise: the plugin copies it into its own buffer on every inference.
+//!   The results are the same.
+//!
+//! Without `ZE_experimental_mutable_command_list` support in the driver
+//! ([`NpuCapabilities::mutable_command_lists`]), every user tensor is copied.
+//!
+//! ```no_run
+//! use npu_sycl_bridge::models;
+//! use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
+//! use npu_sycl_bridge::openvino::{Core, Properties, TensorType};
+//!
+//! # fn main() -> npu_sycl_bridge::Result<()> {
+//! let core = Core::new()?;
+//! let m = models::fully_connected();
+//! let model = core.read_model_from_memory(&m.xml, &m.weights)?;
+//! let compiled = core.compile_model(&model, "NPU", &Properties::new())?;
+//! let npu = NpuContext::from_compiled_model(&compiled)?;
+//! let input = &m.inputs[0];
+//! let mut buf = PageAlignedBuffer::new(input.element_type.byte_size(input.shape.element_count()))?;
+//! buf.as_bytes_mut()[..m.sample_input(0).len()].copy_from_slice(&m.sample_input(0));
+//! let tensor = npu.cpu_va_tensor(buf, input.element_type, input.shape.clone(), TensorType::Input)?;
+//! let mut request = compiled.create_infer_request()?;
+//! request.set_input_remote_tensor(0, &tensor)?;
+//! request.infer()?;
+//! # Ok(()) }
+//! ```
+
+mod buffer;
+mod context;
+mod tensors;
+
+pub use self::buffer::{PageAlignedBuffer, PAGE_SIZE};
+pub use self::context::{NpuCapabilities, NpuContext};
+pub use self::tensors::dup_fd;

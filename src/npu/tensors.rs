@@ -1,0 +1,344 @@
+//! The NPU memory paths: L0 host tensors, CPU_VA, dma-buf (SHARED_BUF), and host views of them.
+
+use std::ffi::c_void;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
+use std::sync::Arc;
+
+use super::buffer::{PageAlignedBuffer, PAGE_SIZE};
+use super::NpuContext;
+use crate::error::{Error, ErrorKind, Result};
+use crate::level_zero::MemoryKind;
+use crate::openvino::{Element, ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorData, TensorDataMut, TensorType};
+
+/// The byte size of a tensor of `element_type` and `shape`, rejecting element types without a
+/// fixed size and empty shapes.
+pub(crate) fn tensor_bytes(element_type: ElementType, shape: &Shape) -> Result<usize> {
+    if element_type.bits() == 0 {
+        return Err(Error::element_type(format!(
+            "a tensor over shared memory needs a fixed-size element type, not {element_type}"
+        )));
+    }
+    let elements = shape
+        .dims()
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| Error::shape(format!("shape {shape} has too many elements")))?;
+    if elements == 0 {
+        return Err(Error::shape(format!("shape {shape} has no elements; the NPU needs a non-empty tensor")));
+    }
+    elements
+        .checked_mul(element_type.bits())
+        .map(|b| b.div_ceil(8))
+        .ok_or_else(|| Error::shape(format!("shape {shape} is too large")))
+}
+
+impl NpuContext {
+    /// **L0 host tensor** (`MEM_TYPE=L0_INTERNAL_BUF`): memory the NPU plugin allocates with
+    /// `zeMemAllocHost` (rounded up to 4 KiB) and frees when the tensor is dropped. The tensor owns
+    /// the allocation, so it cannot outlive it.
+    ///
+    /// `tensor_type` decides the CPU caching:
+    /// - [`TensorType::Input`]: **write-combined** memory. Fast for the CPU to write (stream the
+    ///   input in), very slow for the CPU to read. Treat it as write-only.
+    /// - [`TensorType::Output`] / [`TensorType::Binded`]: ordinary cached host memory; use these
+    ///   for anything the CPU reads back (outputs).
+    ///
+    /// The memory is host-visible: read and write it with
+    /// [`RemoteTensor::host_data`] / [`RemoteTensor::host_data_mut`] (through the VA OpenVINO
+    /// reports as `MEM_HANDLE`). This is the "already resident" floor: binding it never copies.
+    pub fn l0_host_tensor(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<RemoteTensor> {
+        let shape = shape.into();
+        tensor_bytes(element_type, &shape)?;
+        let t = self.remote_context().create_l0_host_tensor(element_type, shape, tensor_type)?;
+        // The MEM_HANDLE must be an allocation of the plugin's context; check it once so that the
+        // host views below rest on a verified fact.
+        let va = t.params()?.mem_handle;
+        let info = self.level_zero_context().memory_properties(va)?;
+        if !info.kind.is_host_accessible() {
+            return Err(Error::invalid_argument(format!(
+                "the NPU plugin's L0 host tensor memory {va:p} is {:?} memory, not host memory",
+                info.kind
+            )));
+        }
+        Ok(t)
+    }
+
+    /// **CPU_VA** tensor over a [`PageAlignedBuffer`], which the tensor takes and keeps alive
+    /// (it is unmapped only after OpenVINO freed the tensor and every request that bound it let
+    /// go of it). Zero-copy: the NPU driver imports the pages (`ze_external_memmap_sysmem_ext_desc_t`),
+    /// and the VA it uses is the buffer's own.
+    ///
+    /// The tensor's byte size must be a multiple of 4096 (the address always is).
+    ///
+    /// # Errors
+    /// Checked before OpenVINO is called:
+    /// [`Alignment { what: "CPU_VA byte size" }`](ErrorKind::Alignment) when the tensor's byte size
+    /// is not a page multiple; [`Size`](ErrorKind::Size) when the buffer is smaller than the tensor;
+    /// [`Unsupported { path: "CPU_VA" }`](ErrorKind::Unsupported) when the driver cannot import
+    /// system memory.
+    pub fn cpu_va_tensor(
+        &self,
+        buffer: PageAlignedBuffer,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<RemoteTensor> {
+        let ptr = buffer.as_ptr().cast_mut();
+        let len = buffer.len();
+        let owner: KeepAlive = Arc::new(buffer);
+        // SAFETY: `ptr` is the start of a live mapping of `len` bytes owned by `owner`, which the
+        // tensor keeps alive; the buffer was moved in, so nothing else references the memory.
+        unsafe { self.cpu_va_tensor_from_raw(ptr, len, Some(owner), element_type, shape, tensor_type) }
+    }
+
+    /// **CPU_VA** tensor over memory the caller provides: `ptr` and `byte_len` (the memory
+    /// available from `ptr`). `keepalive` is stored in the tensor and dropped only after OpenVINO
+    /// freed the tensor and every request that bound it let go of it: pass the memory's owner.
+    ///
+    /// A pointer that already lies inside an allocation of the NPU's Level Zero context (an L0
+    /// host tensor, an earlier import) is not imported again: the plugin reuses that allocation
+    /// (no alignment rule) and only checks bounds. Otherwise `ptr` and the tensor's byte size must
+    /// be multiples of 4096.
+    ///
+    /// # Errors
+    /// As [`cpu_va_tensor`](Self::cpu_va_tensor), plus
+    /// [`Alignment { what: "CPU_VA pointer" }`](ErrorKind::Alignment) for a misaligned `ptr`.
+    ///
+    /// # Safety
+    /// - `ptr` is valid for reads and writes of `byte_len` bytes, and stays valid until
+    ///   `keepalive` is dropped (or, with `None`, until the tensor, its clones and every request
+    ///   that bound it are dropped);
+    /// - nothing else accesses the memory while an inference using the tensor runs, and no Rust
+    ///   reference to it is alive while the tensor's host views or the device write it.
+    pub unsafe fn cpu_va_tensor_from_raw(
+        &self,
+        ptr: *mut c_void,
+        byte_len: usize,
+        keepalive: Option<KeepAlive>,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<RemoteTensor> {
+        let shape = shape.into();
+        let needed = tensor_bytes(element_type, &shape)?;
+        if ptr.is_null() {
+            return Err(Error::invalid_argument("CPU_VA: the pointer is null"));
+        }
+        if needed > byte_len {
+            return Err(Error::size(format!("CPU_VA {element_type} tensor of shape {shape}"), needed, byte_len));
+        }
+        let known = self.level_zero_context().memory_properties(ptr)?;
+        if known.kind == MemoryKind::Unknown {
+            if !self.capabilities().sysmem_import {
+                return Err(Error::unsupported(
+                    "CPU_VA",
+                    format!(
+                        "the NPU driver cannot import system memory (import types {:?} lack STANDARD_ALLOCATION); \
+                         use an L0 host tensor or a plain tensor (copied) instead",
+                        self.capabilities().import_types
+                    ),
+                ));
+            }
+            if ptr as usize % PAGE_SIZE != 0 {
+                return Err(Error::alignment("CPU_VA pointer", PAGE_SIZE, ptr as usize));
+            }
+            if needed % PAGE_SIZE != 0 {
+                return Err(Error::alignment("CPU_VA byte size", PAGE_SIZE, needed));
+            }
+        }
+        // SAFETY: the caller guarantees ptr is valid for byte_len ≥ needed bytes until keepalive
+        // is dropped; alignment and size were checked above (or the pointer lies in an allocation
+        // of the plugin's context, which the plugin bounds-checks); the tensor holds keepalive.
+        unsafe {
+            self.remote_context().create_tensor_raw(
+                element_type,
+                shape,
+                MemType::CpuVa,
+                Some(ptr),
+                Some(tensor_type),
+                keepalive.into_iter().collect(),
+            )
+        }
+    }
+
+    /// **dma-buf** tensor (`MEM_TYPE=SHARED_BUF`, Linux): imports the dma-buf `fd` refers to,
+    /// zero-copy. `byte_len` is the size of the buffer behind `fd` that may be used (at least
+    /// the tensor's byte size).
+    ///
+    /// **The fd.** This takes ownership of `fd`: the tensor keeps it open for as long as it (or any
+    /// request that bound it) lives, and closes it exactly once when it is dropped. The NPU plugin
+    /// never closes it, and neither do Level Zero drivers. On error the fd is closed before this
+    /// returns (an fd that is not open is not closed again). To keep your own fd, pass
+    /// [`dup_fd`]`(your_fd.as_fd())?`.
+    ///
+    /// # Errors
+    /// Checked before OpenVINO is called:
+    /// [`InvalidArgument`](ErrorKind::InvalidArgument) for an fd that is not open (closed,
+    /// never opened); [`Size`](ErrorKind::Size) when `byte_len` or the buffer behind the fd is
+    /// smaller than the tensor; [`Unsupported { path: "dma-buf" }`](ErrorKind::Unsupported) when
+    /// the NPU driver cannot import dma-bufs.
+    pub fn dma_buf_tensor(
+        &self,
+        fd: OwnedFd,
+        byte_len: usize,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<RemoteTensor> {
+        let shape = shape.into();
+        let fd = match check_open(&fd) {
+            Ok(()) => fd,
+            Err(e) => {
+                // Not open: nothing to close, and closing it would close someone else's fd number
+                // (or trip std's I/O-safety check). Forget it.
+                let _ = fd.into_raw_fd();
+                return Err(e);
+            }
+        };
+        let needed = tensor_bytes(element_type, &shape)?;
+        if !self.capabilities().fd_import {
+            return Err(Error::unsupported(
+                "dma-buf",
+                format!(
+                    "the NPU driver cannot import dma-buf fds (import types {:?} lack DMA_BUF); use CPU_VA or an L0 host tensor",
+                    self.capabilities().import_types
+                ),
+            ));
+        }
+        if needed > byte_len {
+            return Err(Error::size(format!("dma-buf {element_type} tensor of shape {shape} (byte_len)"), needed, byte_len));
+        }
+        let available = fd_size(fd.as_fd())?;
+        if needed > available {
+            return Err(Error::size(
+                format!("dma-buf {element_type} tensor of shape {shape} (the buffer behind fd {})", fd.as_raw_fd()),
+                needed,
+                available,
+            ));
+        }
+        let raw = fd.as_raw_fd();
+        let owner: KeepAlive = Arc::new(fd);
+        // SAFETY: `raw` is an open fd whose buffer holds at least the tensor's byte size (checked);
+        // `owner` is that fd, kept open by the tensor until OpenVINO freed the tensor and every
+        // request let go of it, and then closed once. If the call fails, `owner` is dropped (the
+        // fd closed) before this returns.
+        unsafe {
+            self.remote_context().create_tensor_raw(
+                element_type,
+                shape,
+                MemType::SharedBuf,
+                Some(MemType::fd_handle(raw)),
+                Some(tensor_type),
+                vec![owner],
+            )
+        }
+    }
+}
+
+/// `fcntl(F_DUPFD_CLOEXEC)`: a new fd for the same open file, owned by the caller. Use it to give
+/// [`NpuContext::dma_buf_tensor`] an fd while keeping yours.
+pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
+    fd.try_clone_to_owned().map_err(|e| Error::io(format!("duplicating fd {}", fd.as_raw_fd()), e))
+}
+
+/// `Ok` when `fd` refers to an open file (fstat succeeds).
+fn check_open(fd: &OwnedFd) -> Result<()> {
+    // SAFETY: a zeroed stat is a valid output buffer; fstat only writes into it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on any integer is safe; it fails with EBADF for a number that is not open.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        let err = std::io::Error::last_os_error();
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "dma-buf fd {} is not an open file descriptor ({err}); pass an fd exported by the GPU \
+                 (e.g. L0Allocation::export_dma_buf) and keep it open until it is handed over",
+                fd.as_raw_fd()
+            ),
+        )
+        .with_source(err));
+    }
+    Ok(())
+}
+
+/// The size of the buffer behind `fd`: `fstat`'s size (memfds, files) or, for real dma-bufs
+/// (whose `st_size` is 0), `lseek(SEEK_END)`; the file offset is restored.
+pub(crate) fn fd_size(fd: BorrowedFd<'_>) -> Result<usize> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: as in check_open.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into `st` only.
+    if unsafe { libc::fstat(raw, &mut st) } != 0 {
+        return Err(Error::io(format!("fstat of dma-buf fd {raw}"), std::io::Error::last_os_error()));
+    }
+    let mut size = usize::try_from(st.st_size).unwrap_or(0);
+    if size == 0 {
+        // SAFETY: lseek on an open fd; the old offset is restored right after.
+        let cur = unsafe { libc::lseek(raw, 0, libc::SEEK_CUR) };
+        if cur >= 0 {
+            // SAFETY: as above.
+            let end = unsafe { libc::lseek(raw, 0, libc::SEEK_END) };
+            // SAFETY: restores the offset read above.
+            unsafe { libc::lseek(raw, cur, libc::SEEK_SET) };
+            if end > 0 {
+                size = end as usize;
+            }
+        }
+    }
+    Ok(size)
+}
+
+impl RemoteTensor {
+    /// A read view of an **NPU** remote tensor's memory as `T` elements, through the virtual
+    /// address OpenVINO reports as `MEM_HANDLE` (L0 host memory, the CPU_VA pages, or the host
+    /// mapping of an imported dma-buf: host-visible in every case).
+    ///
+    /// Like [`Tensor::data`](crate::openvino::Tensor::data): the view cannot be taken while an
+    /// inference that uses the tensor runs, and no inference can start while it lives. The tensor
+    /// owns (or keeps alive) the memory, so the view cannot outlive it.
+    ///
+    /// Reading an [`TensorType::Input`] L0 host tensor works but is very slow on real hardware
+    /// (write-combined memory).
+    ///
+    /// # Errors
+    /// [`Unsupported { path: "host view" }`](ErrorKind::Unsupported) for tensors of other devices;
+    /// [`ElementType`](ErrorKind::ElementType) when `T` does not match; usage errors as above.
+    pub fn host_data<T: Element>(&self) -> Result<TensorData<'_, T>> {
+        let va = self.npu_host_va()?;
+        // SAFETY: va is the host-visible memory of this NPU tensor, valid for its byte size while
+        // the tensor (which owns or keeps alive the memory) lives.
+        unsafe { self.handle.data_at::<T>(va) }
+    }
+
+    /// A write view; see [`host_data`](Self::host_data). Writes are seen by the next inference
+    /// of every request this tensor is bound to, without rebinding.
+    pub fn host_data_mut<T: Element>(&mut self) -> Result<TensorDataMut<'_, T>> {
+        let va = self.npu_host_va()?;
+        // SAFETY: as in host_data; exclusivity against other views and inferences is enforced by
+        // the tensor's use state.
+        unsafe { self.handle.data_mut_at::<T>(va) }
+    }
+
+    fn npu_host_va(&self) -> Result<*mut c_void> {
+        let device = self.context().device_name()?;
+        if !device.starts_with("NPU") {
+            return Err(Error::unsupported(
+                "host view",
+                format!("only NPU remote tensors have host-visible memory; this one belongs to {device:?}"),
+            ));
+        }
+        let p = self.params()?;
+        if p.mem_type.is_none() || p.mem_handle.is_null() {
+            return Err(Error::unsupported(
+                "host view",
+                format!("the remote tensor reports no usable MEM_HANDLE/MEM_TYPE ({:?})", p.raw),
+            ));
+        }
+        Ok(p.mem_handle)
+    }
+}
