@@ -338,9 +338,11 @@ mod inner {
         let queue = Queue::new(&ctx, &g.device).expect("queue");
         let native = queue.native().expect("native queue");
         println!("adapter {}: native queue {native:?}", adapter());
-        match native {
-            NativeQueue::CommandQueue(h) => assert!(!h.is_null()),
-            NativeQueue::CommandList(h) => assert!(!h.is_null()),
+        // Also proves the child really runs the adapter it was started for.
+        match (adapter().as_str(), native) {
+            ("v1", NativeQueue::CommandQueue(h)) => assert!(!h.is_null()),
+            ("v2", NativeQueue::CommandList(h)) => assert!(!h.is_null()),
+            (a, n) => panic!("adapter {a}: unexpected native queue {n:?} (v1 gives a command queue, v2 an immediate list)"),
         }
         usm_round_trips(&ctx, &g.device, &queue);
         drop(queue);
@@ -576,6 +578,7 @@ mod inner {
             let e = r.expect_err("make_context with a context of another driver must fail");
             println!("adapter {}: {e}", adapter());
             assert_eq!(e.kind(), &ErrorKind::Sycl);
+            assert!(e.to_string().contains("does not accept device"), "the C++ what() text is kept: {e}");
         }
         assert_eq!(Arc::strong_count(&npu_ctx), 1, "the keep-alive was not leaked on error");
         npu_ctx.status().expect("the other driver's context is untouched");

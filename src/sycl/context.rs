@@ -134,7 +134,7 @@ impl Context {
         };
         let sycl_devices = devices.iter().map(Device::open).collect::<Result<Vec<_>>>()?;
         let raw = bridge::make_level_zero_context(ze_context as usize, &locations, own)
-            .map_err(sycl_error("make_context<ext_oneapi_level_zero>"))?;
+            .map_err(sycl_error("Context::from_level_zero"))?;
         Ok(Arc::new(Context {
             raw,
             sycl_devices,
