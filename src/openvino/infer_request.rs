@@ -14,27 +14,30 @@ use super::{check, cstring, CompiledModel, PortInfo, RemoteTensor, Tensor};
 use crate::error::{Error, Result};
 
 mod sealed {
-    pub trait Sealed {}
-}
+    use super::{Arc, TensorHandle};
 
-/// A tensor that can be bound to an [`InferRequest`]: [`Tensor`] or [`RemoteTensor`].
-pub trait Bindable: sealed::Sealed {
-    #[doc(hidden)]
-    fn handle(&self) -> &Arc<TensorHandle>;
+    pub trait Sealed {
+        fn handle(&self) -> &Arc<TensorHandle>;
+    }
 }
+use sealed::Sealed as _;
 
-impl sealed::Sealed for Tensor {}
-impl Bindable for Tensor {
+/// A tensor that can be bound to an [`InferRequest`]: [`Tensor`] or [`RemoteTensor`]. Sealed: a
+/// request only ever holds tensors whose memory this crate keeps alive.
+pub trait Bindable: sealed::Sealed {}
+
+impl sealed::Sealed for Tensor {
     fn handle(&self) -> &Arc<TensorHandle> {
         &self.handle
     }
 }
-impl sealed::Sealed for RemoteTensor {}
-impl Bindable for RemoteTensor {
+impl Bindable for Tensor {}
+impl sealed::Sealed for RemoteTensor {
     fn handle(&self) -> &Arc<TensorHandle> {
         &self.handle
     }
 }
+impl Bindable for RemoteTensor {}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Port {
