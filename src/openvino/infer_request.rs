@@ -20,7 +20,6 @@ mod sealed {
         fn handle(&self) -> &Arc<TensorHandle>;
     }
 }
-use sealed::Sealed as _;
 
 /// A tensor that can be bound to an [`InferRequest`]: [`Tensor`] or [`RemoteTensor`]. Sealed: a
 /// request only ever holds tensors whose memory this crate keeps alive.

@@ -119,7 +119,7 @@ impl TensorHandle {
                 "the tensor is in use by a running inference; wait for it (InferRequest::wait) first",
             ));
         }
-        if write && (s.readers > 0 || s.writer) || !write && s.writer {
+        if s.writer || (write && s.readers > 0) {
             return Err(Error::invalid_argument(
                 "the tensor's data is already borrowed (a clone of this tensor holds a data view)",
             ));
