@@ -383,10 +383,13 @@ pub fn compile(mut rm: ReadModel, conv: &Conversions) -> Result<Compiled, String
         rm.model = model;
     }
     let dev = CString::new("CPU").unwrap();
+    // f32 inference on the CPU plugin (it may otherwise pick bf16/f16 on capable CPUs): the virtual NPU
+    // computes what the model says, like OpenVINO's CPU reference.
+    let props = [ov::ov_property_t { key: c"INFERENCE_PRECISION_HINT".as_ptr(), value: c"f32".as_ptr().cast() }];
     let mut compiled = std::ptr::null_mut();
-    // SAFETY: valid core and model; no properties.
+    // SAFETY: valid core and model; the properties point to static strings.
     check("compiling for OpenVINO's CPU plugin", unsafe {
-        ov::ov_core_compile_model_props(e.core, model, dev.as_ptr(), 0, std::ptr::null(), &mut compiled)
+        ov::ov_core_compile_model_props(e.core, model, dev.as_ptr(), props.len(), props.as_ptr(), &mut compiled)
     })?;
     let model_ptr = std::mem::replace(&mut rm.model, std::ptr::null_mut());
     let weights = std::mem::take(&mut rm.weights);
