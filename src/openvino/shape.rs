@@ -70,6 +70,12 @@ impl Shape {
     }
 }
 
+impl From<&Shape> for Shape {
+    fn from(s: &Shape) -> Self {
+        s.clone()
+    }
+}
+
 impl From<&[usize]> for Shape {
     fn from(d: &[usize]) -> Self {
         Shape::new(d)
