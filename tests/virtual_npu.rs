@@ -291,9 +291,15 @@ fn dma_buf_from_the_virtual_gpu_is_consumed_without_copy() {
     let got = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
     assert_same(&m, &cpu_outputs(&core, &m, &[t]), &[got]);
 
-    // A new write to the GPU buffer is seen by the next inference, without re-creating the tensor.
+    assert_eq!(counter("npu.bytes_copied"), copied_npu, "the NPU copied bytes");
+    assert_eq!(counter("gpu.bytes_copied"), copied_gpu, "the GPU copied bytes");
+
+    // A new write to the GPU buffer (a copy by the virtual GPU: the producer's own work) is seen by the
+    // next inference, without re-creating the tensor.
     let second: Vec<u8> = varied_inputs(&m, 7)[0].bytes().unwrap().to_vec();
     buf.write(0, &second).unwrap();
+    let copied_npu = counter("npu.bytes_copied");
+    let copied_gpu = counter("gpu.bytes_copied");
     r.infer().unwrap();
     let got2 = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
     let t2 = Tensor::from_bytes(d.element_type, d.shape.clone(), &second).unwrap();
