@@ -10,20 +10,14 @@
 //!
 //! # The virtual platform
 //! Tests that need a GPU activate the virtual Level Zero platform
-//! (`npu_sycl_bridge::virtual_platform::activate()`). Until `src/lib.rs` declares that module
-//! (`cfg(npu_sycl_bridge_has_virtual_platform)`, set by build.rs), their parent tests are `#[ignore]`d
-//! with the reason "waiting for the virtual platform". For development they can be run before that
-//! against any `libze_loader.so.1` with `NPU_SYCL_BRIDGE_TEST_ZE_LOADER=<path> cargo test --features
-//! sycl --test sycl_shim -- --include-ignored`.
+//! (`npu_sycl_bridge::virtual_platform::activate()`, which loads `target/<profile>/libze_loader.so`:
+//! run `cargo build -p virtual-l0` first, as `cargo xtask test` does) and check its counters.
 #![cfg(feature = "sycl")]
 
 use std::process::Command;
 
 /// Marks a child run; its value is the adapter ("v1" or "v2") or "plain".
 const CHILD_ENV: &str = "NPU_SYCL_BRIDGE_SYCL_CHILD";
-/// Development override: a Level Zero loader to load by path when the virtual platform is not there.
-#[allow(dead_code)]
-const LOADER_ENV: &str = "NPU_SYCL_BRIDGE_TEST_ZE_LOADER";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Run {
@@ -76,18 +70,10 @@ fn describe(status: &std::process::ExitStatus) -> String {
 macro_rules! gpu_test {
     ($name:ident, $v1:ident, $v2:ident) => {
         #[test]
-        #[cfg_attr(
-            not(npu_sycl_bridge_has_virtual_platform),
-            ignore = "waiting for the virtual platform (src/virtual_platform.rs)"
-        )]
         fn $v1() {
             run_child(stringify!($name), Run::V1);
         }
         #[test]
-        #[cfg_attr(
-            not(npu_sycl_bridge_has_virtual_platform),
-            ignore = "waiting for the virtual platform (src/virtual_platform.rs)"
-        )]
         fn $v2() {
             run_child(stringify!($name), Run::V2);
         }
@@ -122,7 +108,9 @@ mod inner {
     };
     use npu_sycl_bridge::ErrorKind;
 
-    use super::{CHILD_ENV, LOADER_ENV};
+    use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+
+    use super::CHILD_ENV;
 
     /// The run this child was started for, or `None` when the test binary runs normally.
     fn child() -> Option<String> {
@@ -133,42 +121,8 @@ mod inner {
         println!("SYCL-CHILD-DONE {name}");
     }
 
-    /// Accepts whatever `activate()` returns: `()` or a `Result`.
-    trait Activated {
-        fn check(self);
-    }
-    impl Activated for () {
-        fn check(self) {}
-    }
-    impl<T, E: std::fmt::Debug> Activated for Result<T, E> {
-        fn check(self) {
-            if let Err(e) = self {
-                panic!("activating the virtual Level Zero platform failed: {e:?}");
-            }
-        }
-    }
-
-    /// Loads the virtual Level Zero platform into this process (before SYCL initialises).
-    fn activate() {
-        #[cfg(npu_sycl_bridge_has_virtual_platform)]
-        {
-            npu_sycl_bridge::virtual_platform::activate().check();
-        }
-        #[cfg(not(npu_sycl_bridge_has_virtual_platform))]
-        {
-            let path = std::env::var(LOADER_ENV).unwrap_or_else(|_| {
-                panic!("no virtual platform yet: set {LOADER_ENV} to a libze_loader.so.1 to run this test")
-            });
-            let c = std::ffi::CString::new(path.clone()).unwrap();
-            // SAFETY: loading a Level Zero loader runs its initialisers, which are safe at any time; the
-            // handle is leaked on purpose (the library stays for the whole process).
-            let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-            assert!(!h.is_null(), "dlopen({path}) failed");
-        }
-        let _ = <() as Activated>::check;
-    }
-
     struct Gpu {
+        vp: &'static VirtualPlatform,
         platform: Platform,
         device: Device,
         driver: l0::Driver,
@@ -176,7 +130,7 @@ mod inner {
 
     /// Activates the virtual platform and returns the one Level Zero GPU.
     fn gpu() -> Gpu {
-        activate();
+        let vp = virtual_platform::activate().expect("activate the virtual Level Zero platform");
         let platforms = sycl::platforms().expect("platforms");
         let l0_platforms: Vec<_> = platforms.iter().filter(|p| p.backend == Backend::LevelZero).collect();
         assert_eq!(l0_platforms.len(), 1, "expected one Level Zero platform, got {platforms:#?}");
@@ -190,7 +144,7 @@ mod inner {
         // SAFETY: the handle comes from SYCL's get_native of its Level Zero platform, which uses the
         // same (only) loader of this process.
         let driver = unsafe { l0::Driver::from_raw(raw) };
-        Gpu { platform, device, driver }
+        Gpu { vp, platform, device, driver }
     }
 
     fn adapter() -> String {
@@ -319,6 +273,8 @@ mod inner {
             return;
         }
         let g = gpu();
+        let live_before = g.vp.counter("gpu.live_allocations");
+        let copied_before = g.vp.counter("gpu.bytes_copied");
         let l0ctx = Arc::new(l0::Context::create(g.driver).expect("zeContextCreate"));
         let keep_alive: Arc<dyn Any + Send + Sync> = l0ctx.clone();
         // SAFETY: l0ctx is a live context of the GPU's driver, kept alive by the keep-alive we pass.
@@ -345,9 +301,15 @@ mod inner {
             (a, n) => panic!("adapter {a}: unexpected native queue {n:?} (v1 gives a command queue, v2 an immediate list)"),
         }
         usm_round_trips(&ctx, &g.device, &queue);
+        assert!(g.vp.counter("gpu.bytes_copied") > copied_before, "the copies went through the GPU driver");
         drop(queue);
         drop(ctx);
         assert_eq!(Arc::strong_count(&l0ctx), 1, "the keep-alive was released with the SYCL context");
+        assert_eq!(
+            g.vp.counter("gpu.live_allocations"),
+            live_before,
+            "every USM allocation (ours and the runtime's pools) was freed by the time the context is gone"
+        );
         done("make_context_keep_usm_round_trips");
     }
 
@@ -458,6 +420,13 @@ mod inner {
         let e = unsafe { Context::from_level_zero(std::ptr::null_mut(), std::slice::from_ref(&g.device), LevelZeroOwnership::Transfer) }
             .unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
+        // A Level Zero failure under the runtime is an error, not a crash or a null pointer.
+        g.vp.inject_fault("zeMemAllocShared", 1, 0x7000_0002).unwrap(); // OUT_OF_HOST_MEMORY
+        let e = UsmBuffer::new(&ctx, &g.device, UsmKind::Shared, 4096, 64).unwrap_err();
+        println!("adapter {}: injected failure: {e}", adapter());
+        assert_eq!(e.kind(), &ErrorKind::Sycl);
+        g.vp.clear_faults();
+        UsmBuffer::new(&ctx, &g.device, UsmKind::Shared, 4096, 64).expect("allocations work again");
         // Memory of another context cannot be used with this queue.
         let other = Context::new(&g.device).unwrap();
         let mut foreign = UsmBuffer::new(&other, &g.device, UsmKind::Shared, 64, 64).unwrap();
@@ -481,19 +450,20 @@ mod inner {
         }
         let g = gpu();
         let l0ctx = Arc::new(l0::Context::create(g.driver).unwrap());
-        // SAFETY: live context of the GPU's driver, kept alive by the keep-alive.
-        let ctx = unsafe {
-            Context::from_level_zero(l0ctx.as_raw(), std::slice::from_ref(&g.device), LevelZeroOwnership::Keep { keep_alive: Some(l0ctx.clone()) })
-        }
-        .unwrap();
+        // The safe form: the Arc is the keep-alive.
+        let ctx = Context::from_level_zero_context(&l0ctx, std::slice::from_ref(&g.device)).unwrap();
+        assert_eq!(ctx.origin(), ContextOrigin::LevelZeroKeep);
         let queue = Queue::new(&ctx, &g.device).unwrap();
         let len = 1 << 16;
+        let exports_before = g.vp.counter("gpu.exports.dma_buf");
         let mut mem = ExportableDeviceMemory::new(&ctx, &g.device, len, 4096).expect("alloc_exportable_device_mem");
+        let live_with_mem = g.vp.counter("gpu.live_allocations");
         let data = pattern(len / 4, 0x5eed);
         queue.write(&mut mem, 0, &data).expect("write to exportable memory");
         let fd = mem.export_dma_buf().expect("export dma-buf");
         let fd2 = mem.export_dma_buf().expect("second export");
         assert_ne!(fd.as_raw_fd(), fd2.as_raw_fd(), "a new fd per export");
+        assert_eq!(g.vp.counter("gpu.exports.dma_buf"), exports_before + 2);
         drop(fd2); // ours to close
         let p = mmap_fd(&fd, len, true);
         {
@@ -510,6 +480,7 @@ mod inner {
         // SAFETY: unmapping what we mapped.
         unsafe { libc::munmap(p.cast(), len) };
         drop(mem);
+        assert_eq!(g.vp.counter("gpu.live_allocations"), live_with_mem - 1, "free_exportable_memory ran in Drop");
         // The exported fd stays valid (and ours) after the allocation is freed.
         // SAFETY: fcntl on an fd we own.
         assert!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) } >= 0);
@@ -538,9 +509,11 @@ mod inner {
         let data = pattern(len / 4, 0x1234);
         // SAFETY: the mapping is `len` bytes; nobody else uses it yet.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().cast::<u8>(), p, len) };
+        let imports_before = g.vp.counter("gpu.imports.dma_buf");
         let mut imported = ImportedMemory::import_dma_buf(&ctx, &g.device, memfd.try_clone().unwrap(), len)
             .expect("import_external_memory + map_external_linear_memory");
         assert_eq!(imported.len(), len);
+        assert_eq!(g.vp.counter("gpu.imports.dma_buf"), imports_before + 1);
         let seen: Vec<u32> = queue.read_to_vec(&imported).expect("read the import");
         assert_eq!(seen, data, "SYCL sees the bytes the test wrote into the memfd");
         let data2 = pattern(len / 4, 0x4321);
@@ -580,6 +553,8 @@ mod inner {
             assert_eq!(e.kind(), &ErrorKind::Sycl);
             assert!(e.to_string().contains("does not accept device"), "the C++ what() text is kept: {e}");
         }
+        let e = Context::from_level_zero_context(&npu_ctx, std::slice::from_ref(&g.device)).unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
         assert_eq!(Arc::strong_count(&npu_ctx), 1, "the keep-alive was not leaked on error");
         npu_ctx.status().expect("the other driver's context is untouched");
         // The process is fine: a correct context still works.

@@ -145,6 +145,30 @@ impl Context {
         }))
     }
 
+    /// A SYCL context over a context of this crate's Level Zero layer, with `ownership::keep`: the
+    /// returned `Context` holds the `Arc` as its keep-alive, so the `ze_context` (destroyed by its own
+    /// `Drop` if it is owned) outlives the `sycl::context`. Safe, because the `Arc` guarantees the
+    /// handle's lifetime; the driver is checked against the devices' platform first.
+    pub fn from_level_zero_context(
+        context: &Arc<crate::level_zero::Context>,
+        devices: &[Device],
+    ) -> Result<Arc<Context>> {
+        let driver = context.driver().as_raw();
+        if let Some(d) = devices.iter().find(|d| d.native_driver() != Some(driver)) {
+            return Err(Error::invalid_argument(format!(
+                "Context::from_level_zero_context: the Level Zero context belongs to driver {driver:p}, but device \
+                 '{}' belongs to {:?}; make the context on the driver of the devices' platform",
+                d.name,
+                d.native_driver()
+            )));
+        }
+        let keep_alive: Arc<dyn Any + Send + Sync> = context.clone();
+        // SAFETY: the handle is live for as long as the `Arc` we hand over as the keep-alive (the Level
+        // Zero layer destroys an owned context only in the `Drop` of its last `Arc`, and never a borrowed
+        // one); the driver matches the devices' platform (checked above).
+        unsafe { Self::from_level_zero(context.as_raw(), devices, LevelZeroOwnership::Keep { keep_alive: Some(keep_alive) }) }
+    }
+
     /// `get_native<backend::ext_oneapi_level_zero>(context)`. For a context made with
     /// [`Context::from_level_zero`] this is the handle given. The handle stays owned as
     /// [`origin`](Self::origin) says; do not destroy it.
