@@ -8,6 +8,7 @@ pub mod level_zero;
 pub mod models;
 pub mod npu;
 pub mod openvino;
+pub mod virtual_platform;
 
 #[cfg(feature = "sycl")]
 pub mod sycl;

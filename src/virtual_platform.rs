@@ -1,0 +1,255 @@
+//! The virtual Level Zero platform (`crates/virtual-l0`): a stand-in for the whole Level Zero stack
+//! (loader + a virtual Intel GPU driver + a virtual Intel NPU driver) that the unmodified DPC++
+//! runtime and OpenVINO's NPU plugin load as `libze_loader.so.1`. Tests and examples use it on
+//! machines without Intel hardware; it is never used implicitly.
+//!
+//! # Rust programs: [`activate`]
+//! [`activate`] loads the library by **absolute path** with `dlopen(RTLD_NOW | RTLD_GLOBAL)`. Its
+//! SONAME is `libze_loader.so.1`, so every later `dlopen("libze_loader.so.1")` in the process (the
+//! SYCL adapters, UMF, OpenVINO's NPU plugin, [`crate::level_zero`]) gets this instance. Call it
+//! **before** anything opens a Level Zero loader; if a different `libze_loader.so.1` is already
+//! loaded it refuses with [`ErrorKind::Library`](crate::ErrorKind::Library).
+//!
+//! The path is `$NPU_SYCL_BRIDGE_VIRTUAL_L0` if set, else `<target>/<profile>/libze_loader.so` of
+//! this build (`cargo build -p virtual-l0` puts it there; `cargo xtask test` and
+//! `cargo xtask example` build it first).
+//!
+//! ```no_run
+//! let vp = npu_sycl_bridge::virtual_platform::activate()?;
+//! // ... use SYCL / OpenVINO's NPU ...
+//! println!("GPU bytes copied: {}", vp.counter("gpu.bytes_copied"));
+//! # Ok::<(), npu_sycl_bridge::Error>(())
+//! ```
+//!
+//! # C and C++ programs: `LD_LIBRARY_PATH`
+//! `cargo xtask test` and `cargo xtask example` create `target/virtual-l0/libze_loader.so.1` (a
+//! link to the built library). Put that directory first in `LD_LIBRARY_PATH`:
+//!
+//! ```text
+//! LD_LIBRARY_PATH=$PWD/target/virtual-l0 ./my_sycl_program
+//! ```
+//!
+//! That is the only route that reaches every consumer without code changes (the UR adapters open
+//! the loader by SONAME, UMF only finds an already-loaded instance, the NPU plugin opens it by
+//! SONAME). [`activate`] in such a process finds the instance already loaded and accepts it.
+//!
+//! # Controls
+//! - [`VirtualPlatform::counter`]: `gpu.bytes_copied`, `npu.bytes_copied`, `gpu.live_allocations`,
+//!   `npu.live_allocations`, `gpu.exports.dma_buf`, `gpu.imports.dma_buf`, `npu.imports.dma_buf`,
+//!   `npu.imports.sysmem`, `npu.graphs`, `npu.inferences`.
+//! - [`VirtualPlatform::inject_fault`]: the `nth` next call of a Level Zero function returns a
+//!   given `ze_result_t` (also `VL0_FAULTS=zeMemAllocHost:3:0x70000002,…` in the environment).
+//! - `VL0_TRACE=1` logs every call to stderr; `VL0_GPU_IP_VERSION=0x05004000` makes DPC++ choose
+//!   its Level Zero adapter v2 (the default virtual GPU selects v1).
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::{Error, Result};
+
+/// Environment variable naming the virtual platform library to load.
+pub const PATH_ENV: &str = "NPU_SYCL_BRIDGE_VIRTUAL_L0";
+/// The SONAME every Level Zero user opens.
+pub const SONAME: &str = "libze_loader.so.1";
+
+type CounterFn = unsafe extern "C" fn(*const c_char, *mut u64) -> c_int;
+type InjectFn = unsafe extern "C" fn(*const c_char, u64, u32) -> c_int;
+type ClearFn = unsafe extern "C" fn();
+
+/// The loaded virtual platform (one per process, never unloaded).
+#[derive(Debug)]
+pub struct VirtualPlatform {
+    path: PathBuf,
+    counter: CounterFn,
+    inject: InjectFn,
+    clear: ClearFn,
+}
+
+static ACTIVE: OnceLock<VirtualPlatform> = OnceLock::new();
+static ACTIVATING: Mutex<()> = Mutex::new(());
+
+/// The library this build would load: `$NPU_SYCL_BRIDGE_VIRTUAL_L0`, else
+/// `<target>/<profile>/libze_loader.so` of this build. `None` if neither is known.
+pub fn default_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(PATH_ENV).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    option_env!("NPU_SYCL_BRIDGE_PROFILE_DIR").map(|d| Path::new(d).join("libze_loader.so"))
+}
+
+/// Loads the virtual Level Zero platform into this process (idempotent). See the module docs.
+///
+/// # Errors
+/// [`ErrorKind::Library`](crate::ErrorKind::Library) when the library is missing or cannot be
+/// loaded, or when a different `libze_loader.so.1` is already loaded in the process.
+pub fn activate() -> Result<&'static VirtualPlatform> {
+    if let Some(vp) = ACTIVE.get() {
+        return Ok(vp);
+    }
+    let _g = ACTIVATING.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(vp) = ACTIVE.get() {
+        return Ok(vp);
+    }
+    let vp = load()?;
+    Ok(ACTIVE.get_or_init(|| vp))
+}
+
+/// The platform if [`activate`] succeeded in this process.
+pub fn active() -> Option<&'static VirtualPlatform> {
+    ACTIVE.get()
+}
+
+fn dlerror() -> String {
+    // SAFETY: dlerror returns NULL or a thread-local NUL-terminated string.
+    let e = unsafe { libc::dlerror() };
+    if e.is_null() {
+        "unknown dlopen error".into()
+    } else {
+        // SAFETY: non-null, NUL-terminated.
+        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+    }
+}
+
+/// The `libze_loader.so.1` already loaded in the process, if any (never loads anything).
+fn loaded_loader() -> Option<*mut c_void> {
+    let soname = CString::new(SONAME).expect("no NUL");
+    // SAFETY: RTLD_NOLOAD only returns an existing handle; nothing is loaded or initialised.
+    let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    (!h.is_null()).then_some(h)
+}
+
+/// The file a symbol was loaded from.
+fn file_of(sym: *mut c_void) -> Option<PathBuf> {
+    // SAFETY: an all-zero Dl_info is valid; dladdr fills it for addresses inside loaded objects.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::dladdr(sym as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated path owned by the dynamic loader.
+    let s = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    Some(PathBuf::from(s))
+}
+
+fn sym(h: *mut c_void, name: &str) -> Option<*mut c_void> {
+    let n = CString::new(name).expect("no NUL");
+    // SAFETY: h is a live handle from dlopen; the name is NUL-terminated.
+    let p = unsafe { libc::dlsym(h, n.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+fn bind(h: *mut c_void, path: PathBuf) -> Result<VirtualPlatform> {
+    let missing = |n: &str| {
+        Error::library(format!("{} is not the virtual Level Zero platform: it does not export {n}", path.display()))
+    };
+    let counter = sym(h, "vl0_counter").ok_or_else(|| missing("vl0_counter"))?;
+    let inject = sym(h, "vl0_fault_inject").ok_or_else(|| missing("vl0_fault_inject"))?;
+    let clear = sym(h, "vl0_fault_clear").ok_or_else(|| missing("vl0_fault_clear"))?;
+    // SAFETY: the control ABI's C signatures (DEVELOPERS.md), exported by the virtual platform.
+    unsafe {
+        Ok(VirtualPlatform {
+            path,
+            counter: std::mem::transmute::<*mut c_void, CounterFn>(counter),
+            inject: std::mem::transmute::<*mut c_void, InjectFn>(inject),
+            clear: std::mem::transmute::<*mut c_void, ClearFn>(clear),
+        })
+    }
+}
+
+fn load() -> Result<VirtualPlatform> {
+    // Already in the process (LD_LIBRARY_PATH, or an earlier load by path)?
+    if let Some(h) = loaded_loader() {
+        return match sym(h, "vl0_counter") {
+            Some(c) => {
+                let path = file_of(c).unwrap_or_else(|| PathBuf::from(SONAME));
+                bind(h, path)
+            }
+            None => {
+                let which = sym(h, "zeInit").and_then(file_of).map(|p| p.display().to_string());
+                Err(Error::library(format!(
+                    "a different {SONAME} ({}) is already loaded in this process; the virtual Level Zero \
+                     platform must be activated before OpenVINO's NPU plugin or SYCL open a Level Zero loader",
+                    which.unwrap_or_else(|| "unknown path".into())
+                )))
+            }
+        };
+    }
+    let path = default_path().ok_or_else(|| {
+        Error::library(format!(
+            "no virtual Level Zero platform path: set {PATH_ENV}, or build it with `cargo build -p virtual-l0`"
+        ))
+    })?;
+    if !path.is_file() {
+        return Err(Error::library(format!(
+            "the virtual Level Zero platform {} does not exist: build it with `cargo build -p virtual-l0` \
+             (`cargo xtask test` does), or point {PATH_ENV} at libze_loader.so",
+            path.display()
+        )));
+    }
+    let path = path.canonicalize().unwrap_or(path);
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| Error::invalid_argument(format!("path {} contains a NUL byte", path.display())))?;
+    // SAFETY: loading the virtual platform runs only Rust static initialisers (none with side effects
+    // beyond memory); the handle is kept for the whole process on purpose.
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    if h.is_null() {
+        return Err(Error::library(format!("dlopen({}): {}", path.display(), dlerror())));
+    }
+    // Later dlopen("libze_loader.so.1") calls must resolve to it (they match by SONAME).
+    match loaded_loader() {
+        Some(h2) if sym(h2, "vl0_counter") == sym(h, "vl0_counter") => {}
+        _ => {
+            return Err(Error::library(format!(
+                "{} was loaded but does not answer to {SONAME} (wrong SONAME?)",
+                path.display()
+            )))
+        }
+    }
+    bind(h, path)
+}
+
+impl VirtualPlatform {
+    /// The library that was loaded.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A counter's value; 0 for a name the platform does not know (see [`Self::try_counter`]).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.try_counter(name).unwrap_or(0)
+    }
+
+    /// A counter's value.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an unknown name.
+    pub fn try_counter(&self, name: &str) -> Result<u64> {
+        let c = CString::new(name).map_err(|_| Error::invalid_argument("counter name contains a NUL byte"))?;
+        let mut v = 0u64;
+        // SAFETY: a valid C string and out-parameter; the function follows the control ABI.
+        match unsafe { (self.counter)(c.as_ptr(), &mut v) } {
+            0 => Ok(v),
+            _ => Err(Error::invalid_argument(format!("the virtual platform has no counter {name:?}"))),
+        }
+    }
+
+    /// Makes the `nth` (1-based) next call of the Level Zero function `function` return `result`
+    /// (a `ze_result_t`, e.g. `0x70000002` = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a name with a NUL byte.
+    pub fn inject_fault(&self, function: &str, nth: u64, result: u32) -> Result<()> {
+        let c = CString::new(function).map_err(|_| Error::invalid_argument("function name contains a NUL byte"))?;
+        // SAFETY: a valid C string; the function follows the control ABI.
+        match unsafe { (self.inject)(c.as_ptr(), nth, result) } {
+            0 => Ok(()),
+            _ => Err(Error::invalid_argument(format!("vl0_fault_inject({function:?}) failed"))),
+        }
+    }
+
+    /// Removes every pending fault.
+    pub fn clear_faults(&self) {
+        // SAFETY: no arguments; the function follows the control ABI.
+        unsafe { (self.clear)() }
+    }
+}

@@ -1,0 +1,748 @@
+//! The virtual Level Zero platform (`crates/virtual-l0`) through its C ABI, loaded with
+//! `npu_sycl_bridge::virtual_platform::activate()`: export surface, loader surface, driver and
+//! device enumeration, the per-driver allocation registries, dma-buf export/import, sysmem import,
+//! cross-driver handles, command execution, counters and fault injection.
+//!
+//! Tests that depend on process-wide state (zeInit visibility, `VL0_FAULTS`, what is loaded) run
+//! in a child process (this binary re-executed with `--exact`); the others share one process and
+//! take [`serial`] so that counter deltas are exact.
+use std::ffi::{c_void, CString};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+use level_zero_sys::*;
+use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+
+const CHILD_ENV: &str = "VL0_TEST_CHILD";
+
+/// The 135 names `virtual-l0-platform.md` section 3 requires (5 loader + 47 getters + 50 called + 33 present).
+const REQUIRED: &str = "
+zeLoaderInit zelLoaderGetVersionsInternal zeLoaderGetTracingHandle zelLoaderTranslateHandleInternal zelLoaderGetVersions
+zeGetGlobalProcAddrTable zeGetDriverProcAddrTable zeGetDeviceProcAddrTable zeGetContextProcAddrTable zeGetCommandQueueProcAddrTable
+zeGetCommandListProcAddrTable zeGetEventProcAddrTable zeGetEventPoolProcAddrTable zeGetFenceProcAddrTable zeGetImageProcAddrTable
+zeGetKernelProcAddrTable zeGetMemProcAddrTable zeGetModuleProcAddrTable zeGetModuleBuildLogProcAddrTable zeGetPhysicalMemProcAddrTable
+zeGetSamplerProcAddrTable zeGetVirtualMemProcAddrTable
+zetGetDeviceProcAddrTable zetGetContextProcAddrTable zetGetCommandListProcAddrTable zetGetKernelProcAddrTable zetGetModuleProcAddrTable
+zetGetDebugProcAddrTable zetGetMetricProcAddrTable zetGetMetricGroupProcAddrTable zetGetMetricQueryProcAddrTable
+zetGetMetricQueryPoolProcAddrTable zetGetMetricStreamerProcAddrTable zetGetTracerExpProcAddrTable
+zesGetDeviceProcAddrTable zesGetDriverProcAddrTable zesGetDiagnosticsProcAddrTable zesGetEngineProcAddrTable zesGetFabricPortProcAddrTable
+zesGetFanProcAddrTable zesGetFirmwareProcAddrTable zesGetFrequencyProcAddrTable zesGetLedProcAddrTable zesGetMemoryProcAddrTable
+zesGetPerformanceFactorProcAddrTable zesGetPowerProcAddrTable zesGetPsuProcAddrTable zesGetRasProcAddrTable zesGetSchedulerProcAddrTable
+zesGetStandbyProcAddrTable zesGetTemperatureProcAddrTable zelGetTracerApiProcAddrTable
+zeInit zeCommandListAppendMemoryCopy zeCommandListAppendMemoryFill zeCommandListCreateImmediate zeCommandListHostSynchronize
+zeCommandListReset zeCommandQueueSynchronize zeDeviceGetImageProperties zeDeviceGetMemoryAccessProperties zeDeviceGetModuleProperties
+zeDeviceGetRootDevice zeDeviceGetSubDevices zeEventCreate zeEventDestroy zeEventHostReset zeEventHostSynchronize zeEventPoolCreate
+zeEventPoolDestroy zeFenceQueryStatus
+zeCommandListClose zeCommandListCreate zeCommandListDestroy zeCommandQueueCreate zeCommandQueueDestroy zeCommandQueueExecuteCommandLists
+zeContextCreate zeContextDestroy zeDeviceGetCommandQueueGroupProperties zeDriverGetApiVersion zeDriverGetExtensionFunctionAddress
+zeDriverGetProperties zeFenceCreate zeFenceDestroy zeFenceReset zeMemFree
+zeContextMakeMemoryResident zeDriverGet zeMemAllocDevice zeMemAllocShared
+zeDeviceGet zeDeviceGetProperties zeDriverGetExtensionProperties zeMemAllocHost zeMemGetAllocProperties
+zeMemFreeExt
+zeDeviceGetExternalMemoryProperties zeDevicePciGetPropertiesExt zeFenceHostSynchronize zeCommandListGetNextCommandIdExp
+zeCommandListUpdateMutableCommandsExp
+zeCommandListAppendBarrier zeCommandListAppendEventReset zeCommandListAppendImageCopy zeCommandListAppendImageCopyFromMemory
+zeCommandListAppendImageCopyToMemory zeCommandListAppendLaunchKernel zeCommandListAppendSignalEvent zeCommandListAppendWaitOnEvents
+zeCommandListAppendWriteGlobalTimestamp zeDeviceGetComputeProperties zeDeviceGetMemoryProperties zeDeviceGetStatus zeEventHostSignal
+zeEventQueryKernelTimestamp zeEventQueryStatus zeImageCreate zeImageDestroy zeKernelCreate zeKernelDestroy zeKernelSetArgumentValue
+zeKernelSetGroupSize zeMemGetAddressRange zeModuleBuildLogDestroy zeModuleBuildLogGetString zeModuleCreate zeModuleDestroy
+zeModuleGetKernelNames zeModuleGetNativeBinary
+zeDeviceGetCacheProperties
+zeMemGetIpcHandle zeMemOpenIpcHandle zeMemCloseIpcHandle zeContextEvictMemory
+";
+
+/// Section 3.5's recommended optional names that the platform exports (the three
+/// `zeDeviceGet/ValidateRuntimeRequirements*` are weak for the NPU plugin and deliberately absent).
+const OPTIONAL: &str = "zeInitDrivers zelGetLoaderVersion zelSetDriverTeardown zesInit zesDriverGet zeMemPutIpcHandle
+zeDriverGetDefaultContext zelLoaderTranslateHandle";
+
+/// The control ABI (DEVELOPERS.md).
+const CONTROL: &str = "vl0_counter vl0_fault_inject vl0_fault_clear";
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Serialises the in-process tests (counters are process-wide).
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn vp() -> &'static VirtualPlatform {
+    virtual_platform::activate().expect("activate the virtual platform")
+}
+
+fn api() -> &'static ZeApi {
+    vp();
+    level_zero_sys::loader::api().expect("the loader resolves to the virtual platform")
+}
+
+fn zeroed<T>() -> T {
+    // SAFETY: only used for the plain-C Level Zero structures (integers, pointers, arrays).
+    unsafe { std::mem::zeroed() }
+}
+
+fn dlsym(name: &str) -> *mut c_void {
+    vp();
+    let so = CString::new("libze_loader.so.1").unwrap();
+    let n = CString::new(name).unwrap();
+    // SAFETY: RTLD_NOLOAD returns the already-loaded platform; dlsym only looks a name up.
+    unsafe {
+        let h = libc::dlopen(so.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+        assert!(!h.is_null(), "libze_loader.so.1 is loaded");
+        libc::dlsym(h, n.as_ptr())
+    }
+}
+
+/// Runs `inner::<name>` in a child process with `env`, asserting success and that it ran.
+fn run_child(name: &str, env: &[(&str, &str)]) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", &format!("inner::{name}"), "--nocapture", "--test-threads=1"]).env(CHILD_ENV, name);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("spawn the test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains(&format!("VL0-CHILD-DONE {name}")),
+        "child {name} failed ({:?})\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn ok(r: ze_result_t, what: &str) {
+    assert_eq!(r, ZE_RESULT_SUCCESS, "{what} returned {r:#x}");
+}
+
+/// Both drivers via zeInitDrivers (does not touch zeInit visibility): (gpu, npu).
+fn drivers() -> (ze_driver_handle_t, ze_driver_handle_t) {
+    let a = api();
+    let get = |flags| {
+        let mut desc: ze_init_driver_type_desc_t = zeroed();
+        desc.stype = ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC;
+        desc.flags = flags;
+        let mut n = 1u32;
+        let mut h: ze_driver_handle_t = std::ptr::null_mut();
+        // SAFETY: valid descriptor, count and one-element array.
+        ok(unsafe { a.zeInitDrivers(&mut n, &mut h, &mut desc) }, "zeInitDrivers");
+        assert_eq!(n, 1);
+        h
+    };
+    (get(ZE_INIT_DRIVER_TYPE_FLAG_GPU), get(ZE_INIT_DRIVER_TYPE_FLAG_NPU))
+}
+
+fn device_of(d: ze_driver_handle_t) -> ze_device_handle_t {
+    let mut n = 1u32;
+    let mut dev: ze_device_handle_t = std::ptr::null_mut();
+    // SAFETY: count and one-element array.
+    ok(unsafe { api().zeDeviceGet(d, &mut n, &mut dev) }, "zeDeviceGet");
+    dev
+}
+
+fn context(d: ze_driver_handle_t) -> ze_context_handle_t {
+    let mut desc: ze_context_desc_t = zeroed();
+    desc.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC;
+    let mut c: ze_context_handle_t = std::ptr::null_mut();
+    // SAFETY: valid descriptor and out-parameter.
+    ok(unsafe { api().zeContextCreate(d, &desc, &mut c) }, "zeContextCreate");
+    c
+}
+
+fn host_desc(p_next: *const c_void) -> ze_host_mem_alloc_desc_t {
+    let mut d: ze_host_mem_alloc_desc_t = zeroed();
+    d.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC;
+    d.pNext = p_next;
+    d
+}
+
+fn dev_desc(p_next: *const c_void) -> ze_device_mem_alloc_desc_t {
+    let mut d: ze_device_mem_alloc_desc_t = zeroed();
+    d.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC;
+    d.pNext = p_next;
+    d
+}
+
+fn alloc_props(ctx: ze_context_handle_t, p: *const c_void) -> (ze_memory_allocation_properties_t, ze_device_handle_t) {
+    let mut props: ze_memory_allocation_properties_t = zeroed();
+    props.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
+    let mut dev: ze_device_handle_t = std::ptr::null_mut();
+    // SAFETY: valid out-parameters.
+    ok(unsafe { api().zeMemGetAllocProperties(ctx, p, &mut props, &mut dev) }, "zeMemGetAllocProperties");
+    (props, dev)
+}
+
+#[test]
+fn exports_every_required_name() {
+    let mut missing = Vec::new();
+    for n in REQUIRED.split_whitespace().chain(OPTIONAL.split_whitespace()).chain(CONTROL.split_whitespace()) {
+        if dlsym(n).is_null() {
+            missing.push(n);
+        }
+    }
+    assert_eq!(REQUIRED.split_whitespace().count(), 135);
+    assert!(missing.is_empty(), "not exported: {missing:?}");
+    assert!(dlsym("zeDeviceGetRuntimeRequirements").is_null(), "weak NPU-plugin symbol deliberately absent");
+}
+
+#[test]
+fn loader_surface() {
+    let _s = serial();
+    let a = api();
+    // SAFETY: plain calls with valid out-parameters, per the loader ABI.
+    unsafe {
+        let init: unsafe extern "C" fn() -> ze_result_t = std::mem::transmute(dlsym("zeLoaderInit"));
+        ok(init(), "zeLoaderInit");
+        ok(init(), "zeLoaderInit (again)");
+        let mut n = 0usize;
+        ok(a.zelLoaderGetVersions(&mut n, std::ptr::null_mut()), "zelLoaderGetVersions");
+        assert_eq!(n, 1);
+        let mut v: zel_component_version_t = zeroed();
+        ok(a.zelLoaderGetVersions(&mut n, &mut v), "zelLoaderGetVersions");
+        let name = std::ffi::CStr::from_ptr(v.component_name.as_ptr()).to_str().unwrap();
+        assert_eq!(name, "loader");
+        assert_eq!((v.component_lib_version.major, v.component_lib_version.minor, v.component_lib_version.patch), (1, 32, 0));
+        assert_eq!(v.spec_version, ze_make_version(1, 17));
+        let get_ver: unsafe extern "C" fn(*mut zel_component_version_t) -> ze_result_t =
+            std::mem::transmute(dlsym("zelGetLoaderVersion"));
+        let mut w: zel_component_version_t = zeroed();
+        ok(get_ver(&mut w), "zelGetLoaderVersion");
+        assert!((w.component_lib_version.major, w.component_lib_version.minor) >= (1, 18));
+        let tracing: unsafe extern "C" fn() -> *mut c_void = std::mem::transmute(dlsym("zeLoaderGetTracingHandle"));
+        assert!(tracing().is_null());
+        let mut out: *mut c_void = std::ptr::null_mut();
+        let x = 0x1234usize as *mut c_void;
+        ok(a.zelLoaderTranslateHandle(ZEL_HANDLE_DRIVER, x, &mut out), "zelLoaderTranslateHandle");
+        assert_eq!(out, x);
+        // A getter writes nothing (a table of 4 slots stays as it was).
+        let mut table = [0x55usize; 4];
+        let getter: unsafe extern "C" fn(ze_api_version_t, *mut c_void) -> ze_result_t =
+            std::mem::transmute(dlsym("zeGetDriverProcAddrTable"));
+        ok(getter(ZE_API_VERSION_1_0, table.as_mut_ptr().cast()), "zeGetDriverProcAddrTable");
+        assert_eq!(table, [0x55; 4]);
+        let default_ctx: unsafe extern "C" fn(ze_driver_handle_t) -> ze_context_handle_t =
+            std::mem::transmute(dlsym("zeDriverGetDefaultContext"));
+        assert!(default_ctx(drivers().0).is_null());
+    }
+}
+
+#[test]
+fn init_visibility_accumulates_per_flags() {
+    run_child("init_visibility", &[]);
+}
+
+#[test]
+fn environment_faults_fire() {
+    run_child("env_faults", &[("VL0_FAULTS", "zeContextGetStatus:2:0x78000004, garbage")]);
+}
+
+#[test]
+fn drivers_and_devices() {
+    let _s = serial();
+    let a = api();
+    let (gpu, npu) = drivers();
+    assert_ne!(gpu, npu);
+    // SAFETY: valid handles and out-parameters throughout.
+    unsafe {
+        let mut desc: ze_init_driver_type_desc_t = zeroed();
+        desc.stype = ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC;
+        desc.flags = u32::MAX;
+        let mut n = 0u32;
+        ok(a.zeInitDrivers(&mut n, std::ptr::null_mut(), &mut desc), "zeInitDrivers(query)");
+        assert_eq!(n, 2);
+        desc.flags = 0;
+        assert_eq!(a.zeInitDrivers(&mut n, std::ptr::null_mut(), &mut desc), ZE_RESULT_ERROR_UNINITIALIZED);
+
+        let mut dp: ze_driver_properties_t = zeroed();
+        dp.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES;
+        ok(a.zeDriverGetProperties(npu, &mut dp), "zeDriverGetProperties(npu)");
+        assert_eq!(dp.uuid.id, [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89]);
+        let npu_version = dp.driverVersion;
+        ok(a.zeDriverGetProperties(gpu, &mut dp), "zeDriverGetProperties(gpu)");
+        assert_ne!(dp.driverVersion, npu_version);
+        let mut v = 0;
+        ok(a.zeDriverGetApiVersion(npu, &mut v), "zeDriverGetApiVersion");
+        assert_eq!(v >> 16, 1);
+
+        let (gdev, ndev) = (device_of(gpu), device_of(npu));
+        let mut ip: ze_device_ip_version_ext_t = zeroed();
+        ip.stype = ZE_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT;
+        // An unknown entry first: it must be skipped.
+        let mut unknown = [0u64; 4];
+        unknown[0] = 0x7fff_0001;
+        unknown[1] = &mut ip as *mut _ as u64;
+        let mut p: ze_device_properties_t = zeroed();
+        p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2;
+        p.pNext = unknown.as_mut_ptr().cast();
+        ok(a.zeDeviceGetProperties(gdev, &mut p), "zeDeviceGetProperties(gpu)");
+        assert_eq!((p.type_, p.vendorId, p.timerResolution), (ZE_DEVICE_TYPE_GPU, 0x8086, 1_000_000_000));
+        assert!(ip.ipVersion < 0x0500_4000, "v1 is the default adapter");
+        p = zeroed();
+        p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+        ok(a.zeDeviceGetProperties(ndev, &mut p), "zeDeviceGetProperties(npu)");
+        assert_eq!((p.type_, p.deviceId, p.timerResolution), (ZE_DEVICE_TYPE_VPU, 0x643E, 1));
+        assert_ne!(p.flags & ZE_DEVICE_PROPERTY_FLAG_INTEGRATED, 0);
+
+        let mut ext: ze_device_external_memory_properties_t = zeroed();
+        ext.stype = ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES;
+        ok(a.zeDeviceGetExternalMemoryProperties(ndev, &mut ext), "zeDeviceGetExternalMemoryProperties");
+        assert_eq!(ext.memoryAllocationImportTypes & 0x102, 0x102);
+
+        let mut n = 0u32;
+        ok(a.zeDeviceGetCommandQueueGroupProperties(gdev, &mut n, std::ptr::null_mut()), "queue groups");
+        assert_eq!(n, 1);
+        let mut g: ze_command_queue_group_properties_t = zeroed();
+        g.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES;
+        ok(a.zeDeviceGetCommandQueueGroupProperties(gdev, &mut n, &mut g), "queue groups");
+        assert_eq!(g.flags & 3, 3);
+        assert!(g.maxMemoryFillPatternSize >= 4);
+
+        let mut subs = 7u32;
+        ok(a.zeDeviceGetSubDevices(gdev, &mut subs, std::ptr::null_mut()), "zeDeviceGetSubDevices");
+        assert_eq!(subs, 0);
+        let mut root: ze_device_handle_t = gdev;
+        ok(a.zeDeviceGetRootDevice(gdev, &mut root), "zeDeviceGetRootDevice");
+        assert!(root.is_null());
+        let mut mp: ze_device_memory_access_properties_t = zeroed();
+        ok(a.zeDeviceGetMemoryAccessProperties(gdev, &mut mp), "memory access");
+        assert_ne!(mp.sharedSingleDeviceAllocCapabilities, 0);
+
+        let mut n = 0u32;
+        ok(a.zeDriverGetExtensionProperties(gpu, &mut n, std::ptr::null_mut()), "gpu extensions");
+        let mut f: *mut c_void = std::ptr::null_mut();
+        let name = CString::new("zexDriverImportExternalPointer").unwrap();
+        assert_eq!(a.zeDriverGetExtensionFunctionAddress(gpu, name.as_ptr(), &mut f), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        assert!(f.is_null());
+    }
+}
+
+#[test]
+fn allocation_registry() {
+    let _s = serial();
+    let a = api();
+    let (gpu, npu) = drivers();
+    let (gctx, nctx) = (context(gpu), context(npu));
+    let gdev = device_of(gpu);
+    let live0 = vp().counter("gpu.live_allocations");
+    // SAFETY: valid handles, descriptors and out-parameters; memory used within its size.
+    unsafe {
+        let hd = host_desc(std::ptr::null());
+        let dd = dev_desc(std::ptr::null());
+        let mut ids = std::collections::HashSet::new();
+        let mut ptrs = Vec::new();
+        for (kind, want) in [(0, ZE_MEMORY_TYPE_HOST), (1, ZE_MEMORY_TYPE_DEVICE), (2, ZE_MEMORY_TYPE_SHARED)] {
+            let mut p: *mut c_void = std::ptr::null_mut();
+            let r = match kind {
+                0 => a.zeMemAllocHost(gctx, &hd, 10_000, 64, &mut p),
+                1 => a.zeMemAllocDevice(gctx, &dd, 10_000, 256, gdev, &mut p),
+                _ => a.zeMemAllocShared(gctx, &dd, &hd, 10_000, 0, gdev, &mut p),
+            };
+            ok(r, "zeMemAlloc*");
+            assert_eq!(p as usize % 64, 0);
+            std::ptr::write_bytes(p as *mut u8, 0xab, 10_000);
+            let (props, dev) = alloc_props(gctx, p);
+            assert_eq!(props.type_, want);
+            assert_eq!(props.pageSize, 4096);
+            assert_ne!(props.id, 0);
+            assert!(ids.insert(props.id), "ids are unique");
+            if kind != 0 {
+                assert_eq!(dev, gdev);
+            }
+            // Interior pointers resolve to the same allocation.
+            let (inner, _) = alloc_props(gctx, (p as *const u8).add(9_999).cast());
+            assert_eq!((inner.id, inner.type_), (props.id, want));
+            let mut base: *mut c_void = std::ptr::null_mut();
+            let mut size = 0usize;
+            ok(a.zeMemGetAddressRange(gctx, (p as *const u8).add(5).cast(), &mut base, &mut size), "zeMemGetAddressRange");
+            assert_eq!((base, size), (p, 10_000));
+            // The other driver does not know it: UNKNOWN, id 0, SUCCESS.
+            let (foreign, _) = alloc_props(nctx, p);
+            assert_eq!((foreign.type_, foreign.id), (ZE_MEMORY_TYPE_UNKNOWN, 0));
+            ptrs.push(p);
+        }
+        assert_eq!(vp().counter("gpu.live_allocations"), live0 + 3);
+        // A stack pointer is UNKNOWN too.
+        let x = 5u64;
+        let (stack, _) = alloc_props(gctx, (&x as *const u64).cast());
+        assert_eq!((stack.type_, stack.id), (ZE_MEMORY_TYPE_UNKNOWN, 0));
+        // zeMemFree of a foreign pointer fails; with the owner it works once.
+        assert_eq!(a.zeMemFree(nctx, ptrs[0]), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        let mut fd: ze_memory_free_ext_desc_t = zeroed();
+        fd.stype = ZE_STRUCTURE_TYPE_MEMORY_FREE_EXT_DESC;
+        fd.freePolicy = ZE_DRIVER_MEMORY_FREE_POLICY_EXT_FLAG_BLOCKING_FREE;
+        ok(a.zeMemFreeExt(gctx, &fd, ptrs[2]), "zeMemFreeExt");
+        for p in &ptrs[..2] {
+            ok(a.zeMemFree(gctx, *p), "zeMemFree");
+        }
+        assert_eq!(a.zeMemFree(gctx, ptrs[0]), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        assert_eq!(alloc_props(gctx, ptrs[1]).0.type_, ZE_MEMORY_TYPE_UNKNOWN);
+        assert_eq!(vp().counter("gpu.live_allocations"), live0, "no leaks after free");
+        // Zero size and bad alignment.
+        let mut p: *mut c_void = std::ptr::null_mut();
+        assert_eq!(a.zeMemAllocHost(gctx, &hd, 0, 0, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        assert_eq!(a.zeMemAllocHost(gctx, &hd, 16, 3, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        ok(a.zeContextDestroy(gctx), "zeContextDestroy");
+        ok(a.zeContextDestroy(nctx), "zeContextDestroy");
+    }
+}
+
+#[test]
+fn dma_buf_export_and_import_share_pages() {
+    let _s = serial();
+    let a = api();
+    let (gpu, npu) = drivers();
+    let (gctx, nctx) = (context(gpu), context(npu));
+    let gdev = device_of(gpu);
+    let exports0 = vp().counter("gpu.exports.dma_buf");
+    let imports0 = vp().counter("npu.imports.dma_buf");
+    let nlive0 = vp().counter("npu.live_allocations");
+    const N: usize = 3 * 4096 + 100;
+    // SAFETY: valid handles and descriptors; mappings used within their sizes; fds owned as documented.
+    unsafe {
+        let mut export: ze_external_memory_export_desc_t = zeroed();
+        export.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC;
+        export.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+        let dd = dev_desc((&export as *const ze_external_memory_export_desc_t).cast());
+        let mut g: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocDevice(gctx, &dd, N, 4096, gdev, &mut g), "exportable zeMemAllocDevice");
+        let gb = std::slice::from_raw_parts_mut(g as *mut u8, N);
+        for (i, b) in gb.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        // Export: the fd is ours; its own mmap sees the bytes.
+        let mut xfd: ze_external_memory_export_fd_t = zeroed();
+        xfd.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD;
+        xfd.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+        xfd.fd = -1;
+        let mut props: ze_memory_allocation_properties_t = zeroed();
+        props.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
+        props.pNext = (&mut xfd as *mut ze_external_memory_export_fd_t).cast();
+        ok(a.zeMemGetAllocProperties(gctx, g, &mut props, std::ptr::null_mut()), "export query");
+        assert!(xfd.fd >= 0);
+        assert_eq!(vp().counter("gpu.exports.dma_buf"), exports0 + 1);
+        let m = libc::mmap(std::ptr::null_mut(), N, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, xfd.fd, 0);
+        assert_ne!(m, libc::MAP_FAILED);
+        let mb = std::slice::from_raw_parts_mut(m as *mut u8, N);
+        assert_eq!(mb[..], gb[..]);
+
+        // Import into the NPU: the exact size, a second mapping of the same pages.
+        let mut imp: ze_external_memory_import_fd_t = zeroed();
+        imp.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD;
+        imp.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+        imp.fd = xfd.fd;
+        let hd = host_desc((&imp as *const ze_external_memory_import_fd_t).cast());
+        let mut n: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocHost(nctx, &hd, N, 4096, &mut n), "import zeMemAllocHost(npu)");
+        assert_ne!(n, g);
+        assert_eq!(vp().counter("npu.imports.dma_buf"), imports0 + 1);
+        let nb = std::slice::from_raw_parts_mut(n as *mut u8, N);
+        assert_eq!(nb[..], gb[..]);
+        gb[17] = 0xee;
+        assert_eq!((nb[17], mb[17]), (0xee, 0xee), "one set of pages");
+        nb[N - 1] = 0x11;
+        assert_eq!(gb[N - 1], 0x11);
+        let (np, _) = alloc_props(nctx, n);
+        assert_eq!(np.type_, ZE_MEMORY_TYPE_HOST);
+        assert_eq!(vp().counter("npu.live_allocations"), nlive0 + 1);
+
+        // Freeing the import unmaps only the NPU's mapping; the fd stays open and valid.
+        ok(a.zeMemFree(nctx, n), "zeMemFree(import)");
+        assert_eq!(vp().counter("npu.live_allocations"), nlive0);
+        assert!(libc::fcntl(xfd.fd, libc::F_GETFD) >= 0, "the caller's fd is not closed");
+        assert_eq!(mb[17], 0xee);
+        ok(a.zeMemFree(gctx, g), "zeMemFree(export)");
+        // The pages live on while our own mapping exists.
+        assert_eq!(mb[N - 1], 0x11);
+        libc::munmap(m, N);
+        libc::close(xfd.fd);
+
+        // An allocation without the export descriptor cannot be exported.
+        let plain = dev_desc(std::ptr::null());
+        let mut p: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocDevice(gctx, &plain, 64, 0, gdev, &mut p), "plain zeMemAllocDevice");
+        assert_ne!(a.zeMemGetAllocProperties(gctx, p, &mut props, std::ptr::null_mut()), ZE_RESULT_SUCCESS);
+        ok(a.zeMemFree(gctx, p), "zeMemFree");
+        ok(a.zeContextDestroy(gctx), "zeContextDestroy");
+        ok(a.zeContextDestroy(nctx), "zeContextDestroy");
+    }
+}
+
+/// `ze_external_memmap_sysmem_ext_desc_t` (spec 1.13).
+#[repr(C)]
+struct Sysmem {
+    stype: u32,
+    p_next: *const c_void,
+    p_system_memory: *const c_void,
+    size: u64,
+}
+
+#[test]
+fn sysmem_import_is_zero_copy() {
+    let _s = serial();
+    let a = api();
+    let (_, npu) = drivers();
+    let ctx = context(npu);
+    let sysmem0 = vp().counter("npu.imports.sysmem");
+    let layout = std::alloc::Layout::from_size_align(8192, 4096).unwrap();
+    // SAFETY: the caller memory outlives the import; valid descriptors and out-parameters.
+    unsafe {
+        let mem = std::alloc::alloc_zeroed(layout);
+        let d = Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: mem.cast(), size: 8192 };
+        let hd = host_desc((&d as *const Sysmem).cast());
+        let mut p: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocHost(ctx, &hd, 8192, 4096, &mut p), "sysmem import");
+        assert_eq!(p, mem.cast());
+        assert_eq!(vp().counter("npu.imports.sysmem"), sysmem0 + 1);
+        let (props, _) = alloc_props(ctx, mem.add(8191).cast());
+        assert_eq!(props.type_, ZE_MEMORY_TYPE_HOST);
+        ok(a.zeMemFree(ctx, p), "zeMemFree(sysmem)");
+        *mem.add(100) = 7; // still the caller's
+        assert_eq!(alloc_props(ctx, mem.cast()).0.type_, ZE_MEMORY_TYPE_UNKNOWN);
+        // Misaligned pointer or size.
+        let d = Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: mem.add(64).cast(), size: 4096 };
+        let hd = host_desc((&d as *const Sysmem).cast());
+        assert_eq!(a.zeMemAllocHost(ctx, &hd, 4096, 4096, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        let d = Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: mem.cast(), size: 4000 };
+        let hd = host_desc((&d as *const Sysmem).cast());
+        assert_eq!(a.zeMemAllocHost(ctx, &hd, 4000, 4096, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        std::alloc::dealloc(mem, layout);
+        ok(a.zeContextDestroy(ctx), "zeContextDestroy");
+    }
+}
+
+#[test]
+fn cross_driver_handles_are_invalid_arguments() {
+    let _s = serial();
+    let a = api();
+    let (gpu, npu) = drivers();
+    let (gdev, nctx) = (device_of(gpu), context(npu));
+    // SAFETY: valid handles (of the wrong driver) and out-parameters.
+    unsafe {
+        let dd = dev_desc(std::ptr::null());
+        let hd = host_desc(std::ptr::null());
+        let mut p: *mut c_void = std::ptr::null_mut();
+        assert_eq!(a.zeMemAllocDevice(nctx, &dd, 64, 0, gdev, &mut p), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        assert_eq!(a.zeMemAllocShared(nctx, &dd, &hd, 64, 0, gdev, &mut p), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        assert!(p.is_null());
+        assert_eq!(a.zeContextMakeMemoryResident(nctx, gdev, std::ptr::null_mut(), 0), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        let mut ld: ze_command_list_desc_t = zeroed();
+        ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+        let mut l: ze_command_list_handle_t = std::ptr::null_mut();
+        assert_eq!(a.zeCommandListCreate(nctx, gdev, &ld, &mut l), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        let mut qd: ze_command_queue_desc_t = zeroed();
+        qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+        assert_eq!(a.zeCommandListCreateImmediate(nctx, gdev, &qd, &mut l), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        // A handle of the wrong kind, and NULL.
+        let mut props: ze_device_properties_t = zeroed();
+        assert_eq!(a.zeDeviceGetProperties(nctx.cast(), &mut props), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        assert_eq!(a.zeDeviceGetProperties(std::ptr::null_mut(), &mut props), ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+        ok(a.zeContextDestroy(nctx), "zeContextDestroy");
+    }
+}
+
+#[test]
+fn queues_lists_fences_events_and_copy_counters() {
+    let _s = serial();
+    let a = api();
+    let (gpu, _) = drivers();
+    let (ctx, dev) = (context(gpu), device_of(gpu));
+    let copied0 = vp().counter("gpu.bytes_copied");
+    // SAFETY: valid handles, descriptors and buffers throughout.
+    unsafe {
+        let mut qd: ze_command_queue_desc_t = zeroed();
+        qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+        qd.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
+        let mut q: ze_command_queue_handle_t = std::ptr::null_mut();
+        ok(a.zeCommandQueueCreate(ctx, dev, &qd, &mut q), "zeCommandQueueCreate");
+        let mut ld: ze_command_list_desc_t = zeroed();
+        ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+        let mut l: ze_command_list_handle_t = std::ptr::null_mut();
+        ok(a.zeCommandListCreate(ctx, dev, &ld, &mut l), "zeCommandListCreate");
+        let mut fdsc: ze_fence_desc_t = zeroed();
+        fdsc.stype = ZE_STRUCTURE_TYPE_FENCE_DESC;
+        let mut f: ze_fence_handle_t = std::ptr::null_mut();
+        ok(a.zeFenceCreate(q, &fdsc, &mut f), "zeFenceCreate");
+        let mut pd: ze_event_pool_desc_t = zeroed();
+        pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+        pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+        pd.count = 4;
+        let mut pool: ze_event_pool_handle_t = std::ptr::null_mut();
+        ok(a.zeEventPoolCreate(ctx, &pd, 1, &mut { dev }, &mut pool), "zeEventPoolCreate");
+        let mut ed: ze_event_desc_t = zeroed();
+        ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+        let mut e: ze_event_handle_t = std::ptr::null_mut();
+        ok(a.zeEventCreate(pool, &ed, &mut e), "zeEventCreate");
+
+        let src: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        let mut dst = vec![0u8; 1000];
+        let mut filled = vec![0u8; 10];
+        let mut id = 99u64;
+        let mut idd: ze_mutable_command_id_exp_desc_t = zeroed();
+        idd.stype = ZE_STRUCTURE_TYPE_MUTABLE_COMMAND_ID_EXP_DESC;
+        ok(a.zeCommandListGetNextCommandIdExp(l, &idd, &mut id), "zeCommandListGetNextCommandIdExp");
+        assert_eq!(id, 0);
+        ok(a.zeCommandListAppendMemoryCopy(l, dst.as_mut_ptr().cast(), src.as_ptr().cast(), 1000, e, 0, std::ptr::null_mut()), "copy");
+        let pat = [1u8, 2, 3, 4];
+        ok(a.zeCommandListAppendMemoryFill(l, filled.as_mut_ptr().cast(), pat.as_ptr().cast(), 4, 10, std::ptr::null_mut(), 1, &mut { e }), "fill");
+        ok(a.zeCommandListAppendBarrier(l, std::ptr::null_mut(), 0, std::ptr::null_mut()), "barrier");
+        ok(a.zeCommandListGetNextCommandIdExp(l, &idd, &mut id), "zeCommandListGetNextCommandIdExp");
+        assert_eq!(id, 3);
+        ok(a.zeCommandListClose(l), "close");
+        assert_eq!(dst[999], 0, "nothing runs before execution");
+        assert_eq!(a.zeFenceQueryStatus(f), ZE_RESULT_NOT_READY);
+        assert_eq!(a.zeEventQueryStatus(e), ZE_RESULT_NOT_READY);
+        assert_eq!(a.zeEventHostSynchronize(e, 1000), ZE_RESULT_NOT_READY);
+        ok(a.zeCommandQueueExecuteCommandLists(q, 1, &mut { l }, f), "execute");
+        ok(a.zeFenceHostSynchronize(f, u64::MAX), "fence sync");
+        ok(a.zeEventQueryStatus(e), "event signalled");
+        assert_eq!(dst, src);
+        assert_eq!(filled, [1, 2, 3, 4, 1, 2, 3, 4, 1, 2]);
+        assert_eq!(vp().counter("gpu.bytes_copied"), copied0 + 1010);
+        let mut ts: ze_kernel_timestamp_result_t = zeroed();
+        ok(a.zeEventQueryKernelTimestamp(e, &mut ts), "timestamps");
+        assert!(ts.global.kernelEnd >= ts.global.kernelStart);
+        ok(a.zeFenceReset(f), "fence reset");
+        ok(a.zeEventHostReset(e), "event reset");
+        assert_eq!(a.zeFenceQueryStatus(f), ZE_RESULT_NOT_READY);
+        // Re-execution of the closed list.
+        dst.fill(0);
+        ok(a.zeCommandQueueExecuteCommandLists(q, 1, &mut { l }, f), "execute again");
+        assert_eq!(dst, src);
+
+        // Immediate list: runs at append time; host signal from the host.
+        let mut il: ze_command_list_handle_t = std::ptr::null_mut();
+        ok(a.zeCommandListCreateImmediate(ctx, dev, &qd, &mut il), "immediate");
+        ok(a.zeEventHostReset(e), "event reset");
+        ok(a.zeEventHostSignal(e), "host signal");
+        dst.fill(0);
+        ok(a.zeCommandListAppendMemoryCopy(il, dst.as_mut_ptr().cast(), src.as_ptr().cast(), 1000, std::ptr::null_mut(), 1, &mut { e }), "copy");
+        assert_eq!(dst, src);
+        ok(a.zeCommandListHostSynchronize(il, u64::MAX), "host sync");
+        ok(a.zeCommandListAppendEventReset(il, e), "append reset");
+        assert_eq!(a.zeEventQueryStatus(e), ZE_RESULT_NOT_READY);
+        let mut t = 0u64;
+        ok(a.zeCommandListAppendWriteGlobalTimestamp(il, &mut t, std::ptr::null_mut(), 0, std::ptr::null_mut()), "timestamp");
+        assert_ne!(t, 0);
+        assert_eq!(a.zeCommandQueueExecuteCommandLists(q, 1, &mut { il }, std::ptr::null_mut()), ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE);
+
+        // Kernels are not supported.
+        let mut m: ze_module_handle_t = std::ptr::null_mut();
+        let md: ze_module_desc_t = zeroed();
+        assert_eq!(a.zeModuleCreate(ctx, dev, &md, &mut m, std::ptr::null_mut()), ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+
+        for r in [
+            a.zeCommandListDestroy(il),
+            a.zeCommandListDestroy(l),
+            a.zeEventDestroy(e),
+            a.zeEventPoolDestroy(pool),
+            a.zeFenceDestroy(f),
+            a.zeCommandQueueDestroy(q),
+            a.zeContextDestroy(ctx),
+        ] {
+            ok(r, "destroy");
+        }
+        assert_eq!(a.zeContextDestroy(ctx), ZE_RESULT_ERROR_INVALID_ARGUMENT, "destroyed handles are rejected");
+    }
+}
+
+#[test]
+fn fault_injection_and_counters_api() {
+    let _s = serial();
+    let a = api();
+    let vp = vp();
+    let (gpu, _) = drivers();
+    let ctx = context(gpu);
+    // SAFETY: valid handle.
+    unsafe {
+        vp.inject_fault("zeContextGetStatus", 2, ZE_RESULT_ERROR_DEVICE_LOST).unwrap();
+        ok(a.zeContextGetStatus(ctx), "first call");
+        assert_eq!(a.zeContextGetStatus(ctx), ZE_RESULT_ERROR_DEVICE_LOST);
+        ok(a.zeContextGetStatus(ctx), "fires once");
+        vp.inject_fault("zeContextGetStatus", 1, ZE_RESULT_ERROR_UNKNOWN).unwrap();
+        vp.clear_faults();
+        ok(a.zeContextGetStatus(ctx), "cleared");
+        ok(a.zeContextDestroy(ctx), "zeContextDestroy");
+    }
+    for n in ["gpu.bytes_copied", "npu.bytes_copied", "gpu.live_allocations", "npu.live_allocations", "gpu.exports.dma_buf",
+        "gpu.imports.dma_buf", "npu.imports.dma_buf", "npu.imports.sysmem", "npu.graphs", "npu.inferences"]
+    {
+        vp.try_counter(n).unwrap_or_else(|e| panic!("counter {n}: {e}"));
+    }
+    assert!(vp.try_counter("no.such.counter").is_err());
+    assert!(vp.path().exists());
+    assert!(std::ptr::eq(vp, virtual_platform::activate().unwrap()), "activate is idempotent");
+}
+
+/// Child-process bodies (return at once unless started by `run_child`).
+mod inner {
+    use super::*;
+
+    fn child(name: &str) -> bool {
+        std::env::var(CHILD_ENV).ok().as_deref() == Some(name)
+    }
+
+    #[test]
+    fn init_visibility() {
+        if !child("init_visibility") {
+            return;
+        }
+        let a = api();
+        // OpenVINO is never linked into the platform.
+        for lib in ["libopenvino.so.2641", "libopenvino_c.so.2641"] {
+            let c = CString::new(lib).unwrap();
+            // SAFETY: RTLD_NOLOAD never loads anything.
+            assert!(unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) }.is_null(), "{lib} loaded");
+        }
+        let count = || {
+            let mut n = 0u32;
+            // SAFETY: a valid count pointer.
+            let r = unsafe { a.zeDriverGet(&mut n, std::ptr::null_mut()) };
+            (r, n)
+        };
+        let types = || {
+            let mut n = 4u32;
+            let mut hs = [std::ptr::null_mut(); 4];
+            // SAFETY: a four-element array.
+            ok(unsafe { a.zeDriverGet(&mut n, hs.as_mut_ptr()) }, "zeDriverGet");
+            hs[..n as usize]
+                .iter()
+                .map(|&d| {
+                    let dev = device_of(d);
+                    let mut p: ze_device_properties_t = zeroed();
+                    p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+                    // SAFETY: valid handle and out-parameter.
+                    ok(unsafe { a.zeDeviceGetProperties(dev, &mut p) }, "props");
+                    p.type_
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(count().0, ZE_RESULT_ERROR_UNINITIALIZED, "nothing visible before zeInit");
+        // zeInitDrivers does not change zeInit visibility.
+        drivers();
+        assert_eq!(count().0, ZE_RESULT_ERROR_UNINITIALIZED);
+        // SAFETY: plain calls.
+        unsafe {
+            ok(a.zeInit(ZE_INIT_FLAG_VPU_ONLY), "zeInit(VPU)");
+            assert_eq!(types(), [ZE_DEVICE_TYPE_VPU]);
+            ok(a.zeInit(ZE_INIT_FLAG_GPU_ONLY), "zeInit(GPU)");
+            assert_eq!(types(), [ZE_DEVICE_TYPE_GPU, ZE_DEVICE_TYPE_VPU]);
+            ok(a.zeInit(ZE_INIT_FLAG_VPU_ONLY), "zeInit(VPU) again never hides the GPU");
+            assert_eq!(count(), (ZE_RESULT_SUCCESS, 2));
+        }
+        println!("VL0-CHILD-DONE init_visibility");
+    }
+
+    #[test]
+    fn env_faults() {
+        if !child("env_faults") {
+            return;
+        }
+        let a = api();
+        let ctx = context(drivers().0);
+        // SAFETY: valid handle.
+        unsafe {
+            ok(a.zeContextGetStatus(ctx), "first");
+            assert_eq!(a.zeContextGetStatus(ctx), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+            ok(a.zeContextGetStatus(ctx), "third");
+        }
+        println!("VL0-CHILD-DONE env_faults");
+    }
+}
