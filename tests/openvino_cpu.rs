@@ -389,3 +389,30 @@ fn threads() {
     .unwrap();
     check_outputs(&m, &mut r);
 }
+
+#[test]
+fn a_broken_library_path_is_a_library_error() {
+    // Loading happens once per process, so the failing load runs in a child process.
+    let bogus = std::env::temp_dir().join(format!("nsb-not-a-library-{}.so", std::process::id()));
+    std::fs::write(&bogus, b"not a shared library").unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "library_error_child", "--ignored", "--test-threads=1"])
+        .env(npu_sycl_bridge::openvino::OPENVINO_C_ENV, &bogus)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&bogus).unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
+
+#[test]
+#[ignore = "run in a child process by a_broken_library_path_is_a_library_error"]
+fn library_error_child() {
+    let Some(path) = std::env::var_os(npu_sycl_bridge::openvino::OPENVINO_C_ENV) else { return };
+    let e = Core::new().unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::Library, "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains(&*path.to_string_lossy()) && msg.contains("NPU_SYCL_BRIDGE_OPENVINO_C"), "{msg}");
+    assert!(msg.contains("cargo xtask setup"), "{msg}");
+    assert!(npu_sycl_bridge::openvino::library_path().is_none());
+}

@@ -84,7 +84,26 @@ pub(crate) fn check(status: sys::ov_status_e, what: impl FnOnce() -> String) -> 
     } else {
         last_error_message().unwrap_or_else(|| "OpenVINO gave no error message".into())
     };
-    Err(Error::openvino(code, format!("{}: {status:?} ({code}): {}", what(), detail.trim_end())))
+    Err(Error::openvino(code, format!("{}: {}", what(), tidy(&detail, &format!("{status:?} ({code})")))))
+}
+
+/// OpenVINO messages nest "Exception from <file>:<line>:" lines around the actual text. This puts
+/// the text first and the status and throw locations after it, on one line.
+fn tidy(detail: &str, status: &str) -> String {
+    let mut text = Vec::new();
+    let mut at = Vec::new();
+    for line in detail.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        match line.strip_prefix("Exception from ") {
+            Some(loc) => at.push(loc.trim_end_matches(':')),
+            None => text.push(line),
+        }
+    }
+    let text = if text.is_empty() { "no details".to_string() } else { text.join(" ") };
+    if at.is_empty() {
+        format!("{text} [{status}]")
+    } else {
+        format!("{text} [{status}; thrown at {}]", at.join(" < "))
+    }
 }
 
 /// OpenVINO's last error message (process-global), if any.
