@@ -284,9 +284,11 @@ fn dma_buf_from_the_virtual_gpu_is_consumed_without_copy() {
     }
     .unwrap();
     assert_eq!(counter("npu.imports.dma_buf"), imports + 1);
+    let direct = counter("npu.graph_args.dma_buf");
     let mut r = npu.create_infer_request().unwrap();
     r.set_input_tensor(0, &remote).unwrap();
     r.infer().unwrap();
+    assert_eq!(counter("npu.graph_args.dma_buf"), direct + 1, "the graph must read the dma-buf mapping itself");
     let t = Tensor::from_bytes(d.element_type, d.shape.clone(), &first).unwrap();
     let got = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
     assert_same(&m, &cpu_outputs(&core, &m, &[t]), &[got]);
@@ -301,6 +303,7 @@ fn dma_buf_from_the_virtual_gpu_is_consumed_without_copy() {
     let copied_npu = counter("npu.bytes_copied");
     let copied_gpu = counter("gpu.bytes_copied");
     r.infer().unwrap();
+    assert_eq!(counter("npu.graph_args.dma_buf"), direct + 2);
     let got2 = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
     let t2 = Tensor::from_bytes(d.element_type, d.shape.clone(), &second).unwrap();
     assert_same(&m, &cpu_outputs(&core, &m, &[t2]), &[got2]);
@@ -334,9 +337,11 @@ fn page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused() {
     .unwrap();
     assert_eq!(counter("npu.imports.sysmem"), sysmem0 + 1, "CPU_VA must be a sysmem import");
     assert_eq!(remote.params().unwrap().mem_handle, mem.ptr.cast(), "the import is the caller's memory itself");
+    let direct = counter("npu.graph_args.sysmem");
     let mut r = npu.create_infer_request().unwrap();
     r.set_input_tensor(0, &remote).unwrap();
     r.infer().unwrap();
+    assert_eq!(counter("npu.graph_args.sysmem"), direct + 1, "the graph must read the caller's pages themselves");
     let t = Tensor::from_bytes(d.element_type, d.shape.clone(), &input).unwrap();
     let got = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
     assert_same(&m, &cpu_outputs(&core, &m, &[t]), &[got]);

@@ -93,8 +93,51 @@ impl Graph {
     }
 }
 
+impl Graph {
+    /// Like a real NPU, the graph can only reach memory mapped through its driver: every argument must
+    /// lie inside an allocation or import of the NPU driver, with room for the whole tensor. Counts the
+    /// arguments that are imports (`npu.graph_args.dma_buf`, `npu.graph_args.sysmem`): those
+    /// executions read or wrote the producer's memory itself.
+    fn check_args(&self, args: &[usize]) -> Result<(), String> {
+        let mut fd = 0;
+        let mut sys = 0;
+        for (i, (&a, arg)) in args.iter().zip(&self.args).enumerate() {
+            if a == 0 {
+                return Err(format!("graph argument {i} ({:?}) was never set", arg.name));
+            }
+            let bytes = arg.shape.iter().product::<u64>() as usize * arg.device.size;
+            let info = crate::memory::lookup(DriverKind::Npu, a as *const c_void).ok_or_else(|| {
+                format!("graph argument {i} ({:?}) at {a:#x} is not memory of the NPU driver (allocate or import it first)", arg.name)
+            })?;
+            if a + bytes > info.base + info.size {
+                return Err(format!(
+                    "graph argument {i} ({:?}) needs {bytes} bytes at {a:#x} but its allocation ends at {:#x}",
+                    arg.name,
+                    info.base + info.size
+                ));
+            }
+            match info.origin {
+                crate::memory::Origin::ImportedFd => fd += 1,
+                crate::memory::Origin::ImportedSysmem => sys += 1,
+                _ => {}
+            }
+        }
+        if fd > 0 {
+            crate::counters::add("npu.graph_args.dma_buf", fd);
+        }
+        if sys > 0 {
+            crate::counters::add("npu.graph_args.sysmem", sys);
+        }
+        Ok(())
+    }
+}
+
 impl GraphExecutable for Graph {
     fn execute(&self, args: &[usize]) -> ze_result_t {
+        if let Err(e) = self.check_args(args) {
+            eprintln!("[virtual NPU] graph execution refused: {e}");
+            return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+        }
         match self.compiled.infer(args) {
             Ok(()) => {
                 crate::counters::add("npu.inferences", 1);
@@ -102,11 +145,7 @@ impl GraphExecutable for Graph {
             }
             Err(e) => {
                 eprintln!("[virtual NPU] graph execution failed: {e}");
-                if args.iter().any(|&a| a == 0) {
-                    ZE_RESULT_ERROR_INVALID_ARGUMENT
-                } else {
-                    ZE_RESULT_ERROR_UNKNOWN
-                }
+                ZE_RESULT_ERROR_UNKNOWN
             }
         }
     }
@@ -400,6 +439,9 @@ unsafe fn create_graph(
                 g.args.len() - g.n_inputs
             );
             crate::counters::add("npu.graphs", 1);
+            // Registered with the first graph, so they read 0 rather than "unknown" before any execution.
+            crate::counters::add("npu.graph_args.dma_buf", 0);
+            crate::counters::add("npu.graph_args.sysmem", 0);
             *out_graph = create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
             (Ok(()), text)
         }
