@@ -278,7 +278,11 @@ impl InferRequest {
         Ok(tensor)
     }
 
-    /// The tensor of input `index`: the one bound with `set_*`, or the request's own.
+    /// The tensor of input `index`: the one bound with `set_*`, or the request's own (fetched
+    /// once, then held by the request like a bound tensor).
+    ///
+    /// The result shares the bound tensor. If a [`RemoteTensor`] is bound, it has no host view:
+    /// its `data`/`bytes` fail; use the remote tensor's own memory.
     pub fn input_tensor(&mut self, index: usize) -> Result<Tensor> {
         self.get(Port::Input(index))
     }
