@@ -154,10 +154,12 @@ impl TensorHandle {
     /// A checked read view of this tensor's memory at `p`, for tensors whose host-visible memory
     /// is found another way than `ov_tensor_data` (NPU remote tensors: their `MEM_HANDLE`).
     ///
+    /// `raw` skips the element type check (byte views).
+    ///
     /// # Safety
     /// `p` is this tensor's memory: host-visible and valid for its byte size while `self` lives.
-    pub(crate) unsafe fn data_at<T: Element>(&self, p: *mut c_void) -> Result<TensorData<'_, T>> {
-        let (ptr, len) = self.view_ptr::<T>(p, false, false)?;
+    pub(crate) unsafe fn data_at<T: Element>(&self, p: *mut c_void, raw: bool) -> Result<TensorData<'_, T>> {
+        let (ptr, len) = self.view_ptr::<T>(p, raw, false)?;
         Ok(TensorData { handle: self, ptr, len, _p: PhantomData })
     }
 
@@ -165,8 +167,8 @@ impl TensorHandle {
     ///
     /// # Safety
     /// As [`data_at`](Self::data_at).
-    pub(crate) unsafe fn data_mut_at<T: Element>(&self, p: *mut c_void) -> Result<TensorDataMut<'_, T>> {
-        let (ptr, len) = self.view_ptr::<T>(p, false, true)?;
+    pub(crate) unsafe fn data_mut_at<T: Element>(&self, p: *mut c_void, raw: bool) -> Result<TensorDataMut<'_, T>> {
+        let (ptr, len) = self.view_ptr::<T>(p, raw, true)?;
         Ok(TensorDataMut { handle: self, ptr, len, _p: PhantomData })
     }
 
