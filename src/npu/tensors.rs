@@ -8,7 +8,9 @@ use super::buffer::{PageAlignedBuffer, PAGE_SIZE};
 use super::NpuContext;
 use crate::error::{Error, ErrorKind, Result};
 use crate::level_zero::MemoryKind;
-use crate::openvino::{Element, ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorData, TensorDataMut, TensorType};
+use crate::openvino::{
+    Element, ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorData, TensorDataMut, TensorType,
+};
 
 /// The byte size of a tensor of `element_type` and `shape`, rejecting element types without a
 /// fixed size and empty shapes.
@@ -312,7 +314,21 @@ impl RemoteTensor {
         let va = self.npu_host_va()?;
         // SAFETY: va is the host-visible memory of this NPU tensor, valid for its byte size while
         // the tensor (which owns or keeps alive the memory) lives.
-        unsafe { self.handle.data_at::<T>(va) }
+        unsafe { self.handle.data_at::<T>(va, false) }
+    }
+
+    /// A read view of the raw bytes, whatever the element type; see [`host_data`](Self::host_data).
+    pub fn host_bytes(&self) -> Result<TensorBytes<'_>> {
+        let va = self.npu_host_va()?;
+        // SAFETY: as in host_data.
+        unsafe { self.handle.data_at::<u8>(va, true) }
+    }
+
+    /// A write view of the raw bytes; see [`host_data_mut`](Self::host_data_mut).
+    pub fn host_bytes_mut(&mut self) -> Result<TensorBytesMut<'_>> {
+        let va = self.npu_host_va()?;
+        // SAFETY: as in host_data_mut.
+        unsafe { self.handle.data_mut_at::<u8>(va, true) }
     }
 
     /// A write view; see [`host_data`](Self::host_data). Writes are seen by the next inference
@@ -321,7 +337,7 @@ impl RemoteTensor {
         let va = self.npu_host_va()?;
         // SAFETY: as in host_data; exclusivity against other views and inferences is enforced by
         // the tensor's use state.
-        unsafe { self.handle.data_mut_at::<T>(va) }
+        unsafe { self.handle.data_mut_at::<T>(va, false) }
     }
 
     fn npu_host_va(&self) -> Result<*mut c_void> {
