@@ -76,14 +76,16 @@ impl std::fmt::Display for Port {
 /// must not be used by two threads at once.
 pub struct InferRequest {
     ptr: NonNull<sys::ov_infer_request_t>,
-    model: CompiledModel,
     inputs: Vec<PortInfo>,
     outputs: Vec<PortInfo>,
+    // Fields drop in this order after Drop::drop has freed the request: tensors first, then the
+    // compiled model (OpenVINO's recommended teardown order).
     bound: HashMap<Port, Arc<TensorHandle>>,
     /// Replaced bindings, released after the next successful inference.
     retired: Vec<Arc<TensorHandle>>,
     /// The tensors marked in use by the running asynchronous inference.
     running: Option<Vec<Arc<TensorHandle>>>,
+    model: CompiledModel,
     _not_sync: PhantomData<Cell<()>>,
 }
 
