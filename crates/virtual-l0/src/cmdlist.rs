@@ -212,6 +212,9 @@ impl Kind for CommandList {
     const MAGIC: u64 = u64::from_le_bytes(*b"VL0CMDLS");
 }
 
+/// An append call's signal event and wait list.
+pub type EventsOfCall = (Option<Arc<EventState>>, Vec<Arc<EventState>>);
+
 /// Resolves an append call's signal event and wait list; every event must belong to `driver`.
 ///
 /// # Safety
@@ -221,7 +224,7 @@ pub unsafe fn collect_events(
     signal: ze_event_handle_t,
     n: u32,
     waits: *const ze_event_handle_t,
-) -> ZeResult<(Option<Arc<EventState>>, Vec<Arc<EventState>>)> {
+) -> ZeResult<EventsOfCall> {
     let signal = if signal.is_null() {
         None
     } else {

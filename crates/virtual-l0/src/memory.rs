@@ -230,7 +230,7 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
                 stypes::EXTERNAL_MEMORY_EXPORT_DESC => {
                     // SAFETY: stype says ze_external_memory_export_desc_t.
                     let d = unsafe { &*(e.ptr as *const ze_external_memory_export_desc_t) };
-                    let flags = d.flags as u32;
+                    let flags = d.flags;
                     if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD) == 0 {
                         return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
                     }
@@ -239,7 +239,7 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
                 stypes::EXTERNAL_MEMORY_IMPORT_FD => {
                     // SAFETY: stype says ze_external_memory_import_fd_t.
                     let d = unsafe { &*(e.ptr as *const ze_external_memory_import_fd_t) };
-                    let flags = d.flags as u32;
+                    let flags = d.flags;
                     if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD) == 0 {
                         return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
                     }

@@ -30,7 +30,7 @@ ze_api! {
         if d.ordinal != 0 {
             return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
         }
-        *o = objects::create(c.driver(), CommandQueue { ordinal: d.ordinal, flags: d.flags as u32, mode: d.mode as u32 });
+        *o = objects::create(c.driver(), CommandQueue { ordinal: d.ordinal, flags: d.flags, mode: d.mode });
         Ok(())
     }
     fn zeCommandQueueDestroy(q: ze_command_queue_handle_t) {
@@ -251,7 +251,7 @@ ze_api! {
         // SAFETY: handle validated; caller's descriptor and out-parameter.
         let (qo, d, o) = unsafe { (queue_from(q)?, input(desc)?, out(o)?) };
         let state = Arc::new(EventState::default());
-        if d.flags as u32 & ZE_FENCE_FLAG_SIGNALED != 0 {
+        if d.flags & ZE_FENCE_FLAG_SIGNALED != 0 {
             state.signal();
         }
         *o = objects::create(qo.driver(), Fence { state, queue: q as usize });
@@ -290,7 +290,7 @@ ze_api! {
                 unsafe { device_in(c.driver(), *devs.add(i)) }?;
             }
         }
-        *o = objects::create(c.driver(), EventPool { count: d.count, flags: d.flags as u32 });
+        *o = objects::create(c.driver(), EventPool { count: d.count, flags: d.flags });
         Ok(())
     }
     fn zeEventPoolDestroy(p: ze_event_pool_handle_t) {

@@ -35,7 +35,7 @@ pub const NPU_DEVICE_ID: u32 = 0x643E;
 pub const GPU_DEVICE_ID: u32 = 0x56A0;
 
 fn fill_properties(kind: DriverKind, p: &mut ze_device_properties_t) {
-    let cycles = p.stype as u32 == stypes::DEVICE_PROPERTIES_1_2;
+    let cycles = p.stype == stypes::DEVICE_PROPERTIES_1_2;
     p.vendorId = 0x8086;
     p.subdeviceId = 0;
     p.maxMemAllocSize = MAX_ALLOC as u64;

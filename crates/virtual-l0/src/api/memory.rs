@@ -110,7 +110,7 @@ ze_api! {
             if e.stype == stypes::EXTERNAL_MEMORY_EXPORT_FD {
                 // SAFETY: stype says ze_external_memory_export_fd_t.
                 let x = unsafe { &mut *(e.ptr as *mut ze_external_memory_export_fd_t) };
-                let flags = x.flags as u32;
+                let flags = x.flags;
                 if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD) == 0 {
                     return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
                 }
