@@ -477,3 +477,338 @@ fn unsupported_models_fail_with_a_clear_message() {
     let s = e.to_string();
     assert!(s.contains("stateful") || s.contains("ReadValue") || s.contains("Assign") || s.contains("state"), "{s}");
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The graph extension called directly (no plugin): the rules the plugin does not exercise
+// ---------------------------------------------------------------------------------------------------
+
+mod direct {
+    use super::*;
+    use level_zero_sys::npu::*;
+    use level_zero_sys::*;
+    use npu_sycl_bridge::level_zero::{HostMemFlags, L0Allocation};
+    use npu_sycl_bridge::openvino::F16;
+
+    macro_rules! ze {
+        ($api:expr, $f:ident ( $($a:expr),* $(,)? )) => {{
+            // SAFETY: a loader entry point called with valid arguments (each call site's contract).
+            let r = unsafe { ($api.$f.as_ref().expect(stringify!($f)))($($a),*) };
+            r
+        }};
+    }
+
+    fn ngraph_lite(m: &ReferenceModel) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&7u16.to_le_bytes());
+        b.extend_from_slice(&25u16.to_le_bytes());
+        b.extend_from_slice(&2u32.to_le_bytes());
+        b.extend_from_slice(&(m.xml.len() as u64).to_le_bytes());
+        b.extend_from_slice(m.xml.as_bytes());
+        b.extend_from_slice(&(m.weights.len() as u64).to_le_bytes());
+        b.extend_from_slice(&m.weights);
+        b
+    }
+
+    struct Npu {
+        api: &'static ZeApi,
+        driver: ze_driver_handle_t,
+        device: ze_device_handle_t,
+        ctx: Arc<Context>,
+        graph: &'static ze_graph_dditable_ext_t,
+        queue: ze_command_queue_handle_t,
+        /// OpenVINO must be loaded in the process for the driver to compile graphs.
+        _core: Core,
+    }
+
+    impl Npu {
+        fn new() -> Npu {
+            let core = core();
+            let api = level_zero_sys::loader::api().unwrap();
+            let drv = driver_of_type(DeviceType::Vpu);
+            let device = drv.devices().unwrap()[0].as_raw();
+            let ctx = Arc::new(Context::create(drv).unwrap());
+            let mut table: *mut c_void = std::ptr::null_mut();
+            let r = ze!(api, zeDriverGetExtensionFunctionAddress(drv.as_raw(), c"ZE_extension_graph".as_ptr(), &mut table));
+            assert_eq!(r, ZE_RESULT_SUCCESS);
+            // SAFETY: the driver returned its static graph table (1.16 layout).
+            let graph = unsafe { &*(table as *const ze_graph_dditable_ext_t) };
+            // SAFETY: zero is a valid bit pattern for this plain C struct.
+            let mut qd: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
+            qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+            let mut queue = std::ptr::null_mut();
+            assert_eq!(ze!(api, zeCommandQueueCreate(ctx.as_raw(), device, &qd, &mut queue)), ZE_RESULT_SUCCESS);
+            Npu { api, driver: drv.as_raw(), device, ctx, graph, queue, _core: core }
+        }
+
+        fn create(&self, format_: u32, input: &[u8], flags: &str) -> (ze_result_t, ze_graph_handle_t, String) {
+            let flags = CString::new(flags).unwrap();
+            let desc = ze_graph_desc_2_t {
+                stype: ZE_STRUCTURE_TYPE_GRAPH_DESC_2,
+                pNext: std::ptr::null_mut(),
+                format: format_,
+                inputSize: input.len(),
+                pInput: input.as_ptr(),
+                pBuildFlags: flags.as_ptr(),
+                flags: 0,
+            };
+            let mut g = std::ptr::null_mut();
+            let mut log = std::ptr::null_mut();
+            // SAFETY: valid handles, descriptor and out-pointers.
+            let r = unsafe { self.graph.pfnCreate3.unwrap()(self.ctx.as_raw(), self.device, &desc, &mut g, &mut log) };
+            let mut n = 0u32;
+            // SAFETY: a build-log handle returned by pfnCreate3.
+            assert_eq!(unsafe { self.graph.pfnBuildLogGetString2.unwrap()(log, &mut n, std::ptr::null_mut()) }, 0);
+            let mut text = vec![0u8; n as usize];
+            // SAFETY: as above, with a buffer of n bytes.
+            assert_eq!(unsafe { self.graph.pfnBuildLogGetString2.unwrap()(log, &mut n, text.as_mut_ptr().cast()) }, 0);
+            // SAFETY: as above.
+            assert_eq!(unsafe { self.graph.pfnBuildLogDestroy.unwrap()(log) }, 0);
+            text.pop();
+            (r, g, String::from_utf8(text).unwrap())
+        }
+
+        fn arg(&self, g: ze_graph_handle_t, i: u32) -> ze_graph_argument_properties_3_t {
+            // SAFETY: zero is a valid bit pattern for this plain C struct.
+            let mut p: ze_graph_argument_properties_3_t = unsafe { std::mem::zeroed() };
+            p.stype = ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_PROPERTIES_3;
+            // SAFETY: valid graph and out-pointer.
+            assert_eq!(unsafe { self.graph.pfnGetArgumentProperties3.unwrap()(g, i, &mut p) }, 0);
+            p
+        }
+
+        fn list(&self) -> ze_command_list_handle_t {
+            // SAFETY: zero is a valid bit pattern for this plain C struct.
+            let mut ld: ze_command_list_desc_t = unsafe { std::mem::zeroed() };
+            ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+            let mut l = std::ptr::null_mut();
+            assert_eq!(ze!(self.api, zeCommandListCreate(self.ctx.as_raw(), self.device, &ld, &mut l)), 0);
+            l
+        }
+
+        fn append(&self, list: ze_command_list_handle_t, g: ze_graph_handle_t) -> ze_result_t {
+            // SAFETY: valid list and graph; no events.
+            unsafe { self.graph.pfnAppendGraphExecute.unwrap()(list, g, std::ptr::null_mut(), std::ptr::null_mut(), 0, std::ptr::null_mut()) }
+        }
+
+        fn run(&self, list: ze_command_list_handle_t) -> ze_result_t {
+            let mut l = list;
+            assert_eq!(ze!(self.api, zeCommandListClose(list)), 0);
+            let r = ze!(self.api, zeCommandQueueExecuteCommandLists(self.queue, 1, &mut l, std::ptr::null_mut()));
+            assert_eq!(ze!(self.api, zeCommandQueueSynchronize(self.queue, u64::MAX)), 0);
+            r
+        }
+
+        fn set(&self, g: ze_graph_handle_t, i: u32, a: &L0Allocation) {
+            // SAFETY: valid graph; the pointer is an allocation of this driver.
+            assert_eq!(unsafe { self.graph.pfnSetArgumentValue.unwrap()(g, i, a.as_ptr()) }, 0);
+        }
+    }
+
+    // SAFETY: Level Zero handles are free-threaded; the test shares them only for thread-safe calls
+    // (graph and list creation, argument setting), never a command list across threads.
+    unsafe impl Sync for Npu {}
+
+    impl Drop for Npu {
+        fn drop(&mut self) {
+            ze!(self.api, zeCommandQueueDestroy(self.queue));
+        }
+    }
+
+    fn f16_bytes(f32_bytes: &[u8]) -> Vec<u8> {
+        f32_bytes
+            .chunks_exact(4)
+            .flat_map(|c| F16::from_f32(f32::from_le_bytes(c.try_into().unwrap())).0.to_le_bytes())
+            .collect()
+    }
+
+    fn f32_from_f16(b: &[u8]) -> Vec<f32> {
+        b.chunks_exact(2).map(|c| F16(u16::from_le_bytes([c[0], c[1]])).to_f32()).collect()
+    }
+
+    /// Build-flag precisions that differ from the model become conversions: FP16 arguments over an f32
+    /// model, reported as devicePrecision FP16 / networkPrecision FP32.
+    #[test]
+    fn build_flag_precisions_are_honoured_and_snapshots_are_per_thread() {
+        let n = Npu::new();
+        let m = models::fully_connected();
+        let flags = "--inputs_precisions=\"0:FP16\" --inputs_layouts=\"0:NC\" --outputs_precisions=\"0:FP16\" \
+                     --outputs_layouts=\"0:NC\" --config NPU_PLATFORM=\"4000\"";
+        let (r, g, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&m), flags);
+        assert_eq!(r, ZE_RESULT_SUCCESS, "{log}");
+        let a0 = n.arg(g, 0);
+        let a1 = n.arg(g, 1);
+        assert_eq!(a0.type_, ZE_GRAPH_ARGUMENT_TYPE_INPUT);
+        assert_eq!(a1.type_, ZE_GRAPH_ARGUMENT_TYPE_OUTPUT);
+        assert_eq!((a0.networkPrecision, a0.devicePrecision), (ZE_GRAPH_ARGUMENT_PRECISION_FP32, ZE_GRAPH_ARGUMENT_PRECISION_FP16));
+        assert_eq!((a1.networkPrecision, a1.devicePrecision), (ZE_GRAPH_ARGUMENT_PRECISION_FP32, ZE_GRAPH_ARGUMENT_PRECISION_FP16));
+        assert_eq!(a0.networkLayout, ZE_GRAPH_ARGUMENT_LAYOUT_NC);
+        assert_eq!(a0.dims_count as usize, m.inputs[0].shape.rank());
+        assert!(a1.associated_tensor_names_count >= 1);
+
+        let in_bytes = m.inputs[0].byte_size() / 2;
+        let out_bytes = m.outputs[0].byte_size() / 2;
+        let alloc = |len| n.ctx.alloc_host(len, 4096, HostMemFlags::NONE).unwrap();
+        let (mut in_a, out_a, mut in_b, out_b) = (alloc(in_bytes), alloc(out_bytes), alloc(in_bytes), alloc(out_bytes));
+        let sample_a = m.sample_input(0);
+        let sample_b: Vec<u8> = varied_inputs(&m, 5)[0].bytes().unwrap().to_vec();
+        in_a.write(0, &f16_bytes(&sample_a)).unwrap();
+        in_b.write(0, &f16_bytes(&sample_b)).unwrap();
+
+        // Main thread sets A; another thread sets B and records its own list; main then records: its
+        // snapshot is A (per-thread pending values), although B's values were set last.
+        n.set(g, 0, &in_a);
+        n.set(g, 1, &out_a);
+        let gh = g as usize;
+        let nref = &n;
+        let (in_b_ptr, out_b_ptr) = (in_b.as_ptr() as usize, out_b.as_ptr() as usize);
+        let list_b = std::thread::scope(|s| {
+            s.spawn(move || {
+                let g = gh as ze_graph_handle_t;
+                // SAFETY: valid graph; allocations of this driver.
+                unsafe {
+                    assert_eq!(nref.graph.pfnSetArgumentValue.unwrap()(g, 0, in_b_ptr as *const c_void), 0);
+                    assert_eq!(nref.graph.pfnSetArgumentValue.unwrap()(g, 1, out_b_ptr as *const c_void), 0);
+                }
+                let l = nref.list();
+                assert_eq!(nref.append(l, g), 0);
+                l as usize
+            })
+            .join()
+            .unwrap()
+        }) as ze_command_list_handle_t;
+        let list_a = n.list();
+        assert_eq!(n.append(list_a, g), 0);
+        // A later SetArgumentValue never changes a recorded command.
+        n.set(g, 0, &in_b);
+        assert_eq!(n.run(list_a), 0);
+        assert_eq!(n.run(list_b), 0);
+
+        for (sample, out) in [(&sample_a, &out_a), (&sample_b, &out_b)] {
+            let want = m.reference(&[sample]).unwrap().remove(0);
+            let want: Vec<f32> = want.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+            let mut got = vec![0u8; out_bytes];
+            out.read(0, &mut got).unwrap();
+            let got = f32_from_f16(&got);
+            for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+                assert!((w - g).abs() <= 0.05 + 0.02 * w.abs(), "element {i}: {g} vs {w}");
+            }
+        }
+
+        // The native blob: owned by the graph, self-delimiting (page padding ignored), and it keeps the
+        // build flags (the imported graph has the same FP16 arguments).
+        let mut size = 0usize;
+        let mut p: *const u8 = std::ptr::null();
+        // SAFETY: valid graph and out-pointers.
+        assert_eq!(unsafe { n.graph.pfnGetNativeBinary2.unwrap()(g, &mut size, &mut p) }, 0);
+        // SAFETY: the driver's blob is valid while the graph lives.
+        let mut blob = unsafe { std::slice::from_raw_parts(p, size) }.to_vec();
+        blob.resize(size.div_ceil(4096) * 4096 + 4096, 0xAB);
+        let (r, g2, log) = n.create(ZE_GRAPH_FORMAT_NATIVE, &blob, "");
+        assert_eq!(r, ZE_RESULT_SUCCESS, "{log}");
+        assert_eq!(n.arg(g2, 0).devicePrecision, ZE_GRAPH_ARGUMENT_PRECISION_FP16);
+        // SAFETY: zero is a valid bit pattern for this plain C struct.
+        let mut props: ze_graph_properties_3_t = unsafe { std::mem::zeroed() };
+        // SAFETY: valid graph and out-pointer.
+        assert_eq!(unsafe { n.graph.pfnGetProperties3.unwrap()(g2, &mut props) }, 0);
+        assert_eq!(props.numGraphArgs, 2);
+        assert_eq!(props.initStageRequired, 0);
+        assert_ne!(props.flags & ZE_GRAPH_PROPERTIES_FLAG_NO_STANDARD_ALLOCATION, 0);
+
+        // Memory the NPU driver does not know is refused at execution.
+        let foreign = vec![0u8; in_bytes];
+        // SAFETY: valid graph; the pointer value is only recorded.
+        assert_eq!(unsafe { n.graph.pfnSetArgumentValue.unwrap()(g2, 0, foreign.as_ptr().cast()) }, 0);
+        n.set(g2, 1, &out_a);
+        let l3 = n.list();
+        assert_eq!(n.append(l3, g2), 0);
+        assert_eq!(n.run(l3), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+
+        // Non-dense strides are refused (pfnSetArgumentValue2).
+        let mut strides = ze_graph_argument_value_strides_t {
+            stype: ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_STRIDES,
+            pNext: std::ptr::null_mut(),
+            userStrides: [0, 7, 0, 0, 0],
+        };
+        let t = ze_graph_argument_value_tensor_t {
+            stype: ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_TENSOR,
+            pNext: (&mut strides as *mut ze_graph_argument_value_strides_t).cast(),
+            pTensor: in_a.as_ptr(),
+        };
+        // SAFETY: valid graph and descriptor chain.
+        let r = unsafe { n.graph.pfnSetArgumentValue2.unwrap()(g2, 0, (&t as *const ze_graph_argument_value_tensor_t).cast()) };
+        assert_eq!(r, ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+
+        for l in [list_a, list_b, l3] {
+            ze!(n.api, zeCommandListDestroy(l));
+        }
+        for g in [g, g2] {
+            // SAFETY: graphs we created, no longer used.
+            assert_eq!(unsafe { n.graph.pfnDestroy.unwrap()(g) }, 0);
+        }
+        drop((in_a, in_b));
+    }
+
+    #[test]
+    fn failures_are_explained_and_handles_validated() {
+        let n = Npu::new();
+        // Garbage input: the build log (handle, and the NULL-graph form the plugin uses) explains it.
+        let (r, g, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, b"not an IR at all", "");
+        assert_ne!(r, ZE_RESULT_SUCCESS);
+        assert!(g.is_null());
+        assert!(log.contains("virtual NPU") && log.contains("NGRAPH_LITE"), "{log}");
+        let mut size = 0u32;
+        // SAFETY: NULL graph asks for the latest error; out-pointer valid.
+        assert_eq!(unsafe { n.graph.pfnBuildLogGetString.unwrap()(std::ptr::null_mut(), &mut size, std::ptr::null_mut()) }, 0);
+        assert_eq!(size as usize, log.len() + 1);
+        // A blob of another driver is not a native graph of ours.
+        let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NATIVE, &[0x7f, b'E', b'L', b'F', 0, 0, 0, 0], "");
+        assert_eq!(r, ZE_RESULT_ERROR_INVALID_NATIVE_BINARY);
+        assert!(log.contains("magic"), "{log}");
+        // Weights separation and profiling are refused with a reason.
+        let m = models::fully_connected();
+        let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&m), "--config PERF_COUNT=\"YES\"");
+        assert_ne!(r, ZE_RESULT_SUCCESS);
+        assert!(log.contains("profiling"), "{log}");
+
+        // Handles: NULL and foreign ones.
+        let mut props = ze_graph_properties_t { stype: ZE_STRUCTURE_TYPE_GRAPH_PROPERTIES, pNext: std::ptr::null_mut(), numGraphArgs: 0 };
+        // SAFETY: NULL handle, valid out-pointer.
+        assert_eq!(unsafe { n.graph.pfnGetProperties.unwrap()(std::ptr::null_mut(), &mut props) }, ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+        let not_a_graph = [0u64; 8];
+        // SAFETY: a readable pointer that is not a graph.
+        let r = unsafe { n.graph.pfnGetProperties.unwrap()(not_a_graph.as_ptr() as ze_graph_handle_t, &mut props) };
+        assert_eq!(r, ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        // A context of the GPU driver cannot create NPU graphs.
+        let gpu_ctx = Context::create(driver_of_type(DeviceType::Gpu)).unwrap();
+        let lite = ngraph_lite(&m);
+        let desc = ze_graph_desc_2_t {
+            stype: ZE_STRUCTURE_TYPE_GRAPH_DESC_2,
+            pNext: std::ptr::null_mut(),
+            format: ZE_GRAPH_FORMAT_NGRAPH_LITE,
+            inputSize: lite.len(),
+            pInput: lite.as_ptr(),
+            pBuildFlags: std::ptr::null(),
+            flags: 0,
+        };
+        let mut g = std::ptr::null_mut();
+        // SAFETY: valid pointers; the context is of the wrong driver.
+        let r = unsafe { n.graph.pfnCreate2.unwrap()(gpu_ctx.as_raw(), n.device, &desc, &mut g) };
+        assert_eq!(r, ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        // The driver_npu gateway hands out the same graph table.
+        let mut t: *mut c_void = std::ptr::null_mut();
+        assert_eq!(ze!(n.api, zeDriverGetExtensionFunctionAddress(n.driver, c"ZE_extension_driver_npu".as_ptr(), &mut t)), 0);
+        // SAFETY: the driver's static driver_npu table.
+        let dn = unsafe { &*(t as *const ze_driver_npu_dditable_ext_t) };
+        let mut addr: *mut c_void = std::ptr::null_mut();
+        let mut ext = ze_driver_extension_npu_ext_t {
+            stype: ZE_STRUCTURE_TYPE_DRIVER_EXTENSION_NPU_EXT,
+            pNext: std::ptr::null(),
+            name: c"ZE_extension_graph".as_ptr(),
+            version: ze_make_version(1, 16),
+            ppFunctionAddress: &mut addr,
+        };
+        // SAFETY: valid driver and request.
+        assert_eq!(unsafe { dn.pfnGetExtension.unwrap()(n.driver, &mut ext) }, 0);
+        assert_eq!(addr as *const ze_graph_dditable_ext_t, n.graph as *const ze_graph_dditable_ext_t);
+    }
+}

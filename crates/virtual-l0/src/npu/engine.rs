@@ -181,20 +181,24 @@ fn locate_openvino_c() -> Result<PathBuf, String> {
 }
 
 fn engine() -> Result<&'static Engine, String> {
-    static E: OnceLock<Result<Engine, String>> = OnceLock::new();
-    // OnceLock::get_or_init may run the closure once even under contention; a failure is cached too, but
-    // only after a real attempt in a process where OpenVINO is present or not, which does not change.
-    E.get_or_init(|| {
-        let path = locate_openvino_c()?;
-        ov::library::load_from(path.clone())
-            .map_err(|e| format!("cannot bind to OpenVINO's C library {}: {e}", path.display()))?;
-        let mut core = std::ptr::null_mut();
-        // SAFETY: out-parameter is valid; the library is loaded.
-        check("ov_core_create", unsafe { ov::ov_core_create(&mut core) })?;
-        Ok(Engine { core })
-    })
-    .as_ref()
-    .map_err(Clone::clone)
+    // A success is kept for the life of the process (the core is never freed); a failure is not: the
+    // process may load OpenVINO after a first, failed graph creation.
+    static E: OnceLock<Engine> = OnceLock::new();
+    static INIT: Mutex<()> = Mutex::new(());
+    if let Some(e) = E.get() {
+        return Ok(e);
+    }
+    let _g = INIT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = E.get() {
+        return Ok(e);
+    }
+    let path = locate_openvino_c()?;
+    ov::library::load_from(path.clone())
+        .map_err(|e| format!("cannot bind to OpenVINO's C library {}: {e}", path.display()))?;
+    let mut core = std::ptr::null_mut();
+    // SAFETY: out-parameter is valid; the library is loaded.
+    check("ov_core_create", unsafe { ov::ov_core_create(&mut core) })?;
+    Ok(E.get_or_init(|| Engine { core }))
 }
 
 /// Reads the port description through the C API.
