@@ -169,7 +169,7 @@ fn allocation_queries_and_host_device_round_trips() {
     assert_eq!(base, host.as_ptr());
     assert!(size >= 10_000);
     // Plain process memory is unknown to the driver.
-    let local = vec![0u8; 64];
+    let local = [0u8; 64];
     let foreign = ctx.memory_properties(local.as_ptr().cast()).unwrap();
     assert_eq!((foreign.kind, foreign.id), (MemoryKind::Unknown, 0));
 

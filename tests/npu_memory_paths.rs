@@ -233,7 +233,7 @@ fn l0_host_tensors_match_the_cpu_plugin_without_copies() {
     let copied0 = counter("npu.bytes_copied");
     r.infer().unwrap();
     assert_eq!(counter("npu.inferences"), inferences0 + 2, "ran on the virtual NPU");
-    s.assert_matches_cpu(&[x.clone()], &[read_remote(&output)]);
+    s.assert_matches_cpu(std::slice::from_ref(&x), &[read_remote(&output)]);
 
     // Written after binding, seen by the next inference without rebinding.
     let y = other_input(&s.m, 0);

@@ -116,6 +116,8 @@ impl Context {
     /// `zeMemGetAllocProperties`: what the driver knows about `ptr` in this context. A pointer it
     /// does not know (plain process memory, another driver's memory) is `kind: Unknown, id: 0`.
     /// Interior pointers resolve to their allocation.
+    // The driver only looks the address up; it never dereferences it, so any value is safe.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn memory_properties(&self, ptr: *const c_void) -> Result<AllocationInfo> {
         let api = api()?;
         let mut p = sys::ze_memory_allocation_properties_t {
@@ -136,6 +138,8 @@ impl Context {
     }
 
     /// `zeMemGetAddressRange`: the base and size of the allocation that contains `ptr`.
+    // As memory_properties: a lookup, never a dereference.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn address_range(&self, ptr: *const c_void) -> Result<(*mut c_void, usize)> {
         let api = api()?;
         require!(api, zeMemGetAddressRange);

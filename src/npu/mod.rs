@@ -47,7 +47,7 @@
 //! buf.as_bytes_mut()[..m.sample_input(0).len()].copy_from_slice(&m.sample_input(0));
 //! let tensor = npu.cpu_va_tensor(buf, input.element_type, input.shape.clone(), TensorType::Input)?;
 //! let mut request = compiled.create_infer_request()?;
-//! request.set_input_remote_tensor(0, &tensor)?;
+//! request.set_input_tensor(0, &tensor)?;
 //! request.infer()?;
 //! # Ok(()) }
 //! ```
