@@ -812,3 +812,45 @@ mod direct {
         assert_eq!(addr as *const ze_graph_dditable_ext_t, n.graph as *const ze_graph_dditable_ext_t);
     }
 }
+
+/// The virtual NPU in a process that loaded OpenVINO's core but not its C library (Python): the driver
+/// finds the loaded `libopenvino.so.*` with `dl_iterate_phdr` and opens `libopenvino_c` beside it.
+#[test]
+fn python_process_without_the_c_library() {
+    activate();
+    let python = native_finder::provisioned_prefix().join("bin").join("python");
+    if !python.exists() {
+        eprintln!("skipped: no provisioned Python at {} (cargo xtask setup)", python.display());
+        return;
+    }
+    // The platform's file, as loaded in this process.
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let lib = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.ends_with("libze_loader.so") || p.ends_with("libze_loader.so.1"))
+        .expect("the virtual platform is mapped")
+        .to_string();
+    let script = r#"
+import ctypes, sys
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+import numpy as np
+import openvino as ov
+from openvino import opset13 as ops
+assert "libopenvino_c" not in open("/proc/self/maps").read()
+core = ov.Core()
+assert "NPU" in core.available_devices, core.available_devices
+x = ops.parameter([1, 8], ov.Type.f32, name="x")
+w = np.arange(64, dtype=np.float32).reshape(8, 8) / 10
+y = ops.relu(ops.matmul(x, ops.constant(w), False, False))
+cm = core.compile_model(ov.Model([y], [x], "py"), "NPU")
+inp = np.linspace(-1, 1, 8, dtype=np.float32).reshape(1, 8)
+out = cm(inp)[0]
+assert float(np.abs(out - np.maximum(inp @ w, 0)).max()) < 1e-5
+assert "libopenvino_c" in open("/proc/self/maps").read()
+print("ok")
+"#;
+    let out = std::process::Command::new(&python).arg("-c").arg(script).arg(&lib).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("ok"), "{text}");
+}

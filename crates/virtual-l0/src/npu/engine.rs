@@ -118,6 +118,9 @@ fn check(what: &str, st: ov::ov_status_e) -> Result<(), String> {
     }
 }
 
+/// The soname of the C library of the pinned OpenVINO (2026.4.1).
+const OPENVINO_C_SONAME: &str = "libopenvino_c.so.2641";
+
 /// The path of a loaded shared object whose file name starts with `prefix`.
 fn loaded_library(prefix: &str) -> Option<PathBuf> {
     struct Search<'a> {
@@ -152,18 +155,14 @@ fn locate_openvino_c() -> Result<PathBuf, String> {
     if let Some(p) = loaded_library("libopenvino_c.so") {
         return Ok(p);
     }
-    for soname in ["libopenvino_c.so.2641"] {
-        let c = CString::new(soname).unwrap();
-        // SAFETY: RTLD_NOLOAD never loads anything new; it only returns a handle to a loaded object.
-        let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-        if !h.is_null() {
-            // SAFETY: balances the reference taken by the successful dlopen above.
-            unsafe { libc::dlclose(h) };
-            if let Some(p) = loaded_library("libopenvino_c.so") {
-                return Ok(p);
-            }
-            return Ok(PathBuf::from(soname));
-        }
+    let soname = OPENVINO_C_SONAME;
+    let c = CString::new(soname).unwrap();
+    // SAFETY: RTLD_NOLOAD never loads anything new; it only returns a handle to a loaded object.
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+    if !h.is_null() {
+        // SAFETY: balances the reference taken by the successful dlopen above.
+        unsafe { libc::dlclose(h) };
+        return Ok(loaded_library("libopenvino_c.so").unwrap_or_else(|| PathBuf::from(soname)));
     }
     let core = loaded_library("libopenvino.so.").ok_or_else(|| {
         "OpenVINO is not loaded in this process: the virtual NPU executes graphs with the process's own \

@@ -398,6 +398,7 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
 ///
 /// # Safety
 /// `desc` fields describe a readable buffer; `build_flags` is NULL or a NUL-terminated string.
+#[allow(clippy::too_many_arguments)]
 unsafe fn create_graph(
     h_context: ze_context_handle_t,
     h_device: ze_device_handle_t,

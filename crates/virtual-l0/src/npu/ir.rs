@@ -228,11 +228,9 @@ pub fn summarize(xml: &str) -> Result<IrSummary, String> {
                     }
                 }
             }
-            ("layer", true) => {
-                if body_depth == 0 {
-                    if let Some(l) = cur_layer.take() {
-                        layers.push(l);
-                    }
+            ("layer", true) if body_depth == 0 => {
+                if let Some(l) = cur_layer.take() {
+                    layers.push(l);
                 }
             }
             ("output", false) if body_depth == 0 && cur_layer.is_some() && !self_closing => in_output = true,
