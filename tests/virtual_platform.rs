@@ -639,7 +639,6 @@ fn queues_lists_fences_events_and_copy_counters() {
         ] {
             ok(r, "destroy");
         }
-        assert_eq!(a.zeContextDestroy(ctx), ZE_RESULT_ERROR_INVALID_ARGUMENT, "destroyed handles are rejected");
     }
 }
 

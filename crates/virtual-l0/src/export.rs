@@ -59,15 +59,24 @@ pub fn trace(msg: std::fmt::Arguments<'_>) {
 
 /// Runs one exported call: fault injection, `catch_unwind`, tracing.
 pub fn guard<R: IntoZe>(name: &'static str, f: impl FnOnce() -> R) -> ze_result_t {
+    guard_args(name, String::new, f)
+}
+
+/// [`guard`] whose trace line also shows the arguments (`args` runs only when tracing).
+pub fn guard_args<R: IntoZe>(name: &'static str, args: impl FnOnce() -> String, f: impl FnOnce() -> R) -> ze_result_t {
+    let args = if trace_enabled() { args() } else { String::new() };
     if let Some(r) = crate::faults::take(name) {
-        trace(format_args!("{name} -> {r:#x} (injected fault)"));
+        trace(format_args!("{name}({args}) -> {r:#x} (injected fault)"));
         return r;
     }
     let r = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r.into_ze(),
-        Err(_) => ZE_RESULT_ERROR_UNKNOWN,
+        Err(_) => {
+            trace(format_args!("{name}: panicked"));
+            ZE_RESULT_ERROR_UNKNOWN
+        }
     };
-    trace(format_args!("{name} -> {r:#x}"));
+    trace(format_args!("{name}({args}) -> {r:#x}"));
     r
 }
 
@@ -89,7 +98,14 @@ macro_rules! ze_api {
         $(#[$m])*
         #[no_mangle]
         pub unsafe extern "C" fn $name($($a: $t),*) -> $crate::sys::ze_result_t {
-            $crate::export::guard(stringify!($name), move || $body)
+            $crate::export::guard_args(
+                stringify!($name),
+                || {
+                    let v: Vec<String> = vec![$(format!(concat!(stringify!($a), "={:?}"), $a)),*];
+                    v.join(", ")
+                },
+                move || $body,
+            )
         }
     )*};
 }

@@ -86,8 +86,9 @@ pub fn create<T: Kind, H>(driver: DriverKind, inner: T) -> *mut H {
 /// Validates a handle of kind `T`.
 ///
 /// # Safety
-/// `h` is NULL or points to readable memory of at least 8 bytes (any handle ever given out by
-/// this library, live or destroyed-but-not-reused, qualifies).
+/// `h` is NULL or points to readable memory of at least 8 bytes (any live handle of this library
+/// qualifies; a foreign pointer to readable memory is rejected by its magic; a destroyed handle is
+/// use-after-free, as with a real driver).
 pub unsafe fn get<'a, T: Kind, H>(h: *mut H) -> ZeResult<&'a Object<T>> {
     if h.is_null() {
         return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
