@@ -20,8 +20,8 @@ use super::usm::SyclMemory;
 use super::{sycl_error, Context, Device, Error, Result};
 
 /// Device memory allocated with `alloc_exportable_device_mem(…, external_mem_handle_type::dma_buf, …)`
-/// and freed with `free_exportable_memory` in `Drop`. Host code reaches it only through a [`Queue`]
-/// (`super::Queue`) or through an exported dma-buf.
+/// and freed with `free_exportable_memory` in `Drop`. Host code reaches it only through a
+/// [`Queue`](super::Queue) or through an exported dma-buf.
 pub struct ExportableDeviceMemory {
     ptr: NonNull<u8>,
     len: usize,
@@ -64,7 +64,8 @@ impl ExportableDeviceMemory {
     }
 
     /// `export_device_mem_handle<external_mem_handle_type::dma_buf>`: a new dma-buf fd for the whole
-    /// allocation. The caller owns it (see the [module docs](self)).
+    /// allocation. The caller owns it and closes it (by dropping the
+    /// `OwnedFd`); the allocation neither keeps it open nor needs it to stay open.
     pub fn export_dma_buf(&self) -> Result<OwnedFd> {
         let sd = self.context.sycl_device_at(self.device_slot);
         // SAFETY: `ptr` is a live exportable allocation of this context and device.

@@ -23,6 +23,11 @@
 //! `sycl::free`, …) are recorded on the [`Context`] and returned by [`Context::take_deferred_errors`]
 //! and by the next [`Queue::wait`].
 //!
+//! # File descriptors
+//! [`ExportableDeviceMemory::export_dma_buf`] returns a new `OwnedFd` per call: the caller owns (and
+//! closes) each exported fd. [`ImportedMemory::import_dma_buf`] takes the fd by value and keeps it open
+//! until after `release_external_memory` in its `Drop`, then closes it.
+//!
 //! # Adapter v1 / v2
 //! DPC++ chooses the Level Zero adapter once per process (`SYCL_UR_USE_LEVEL_ZERO_V2=0|1` must be set
 //! before SYCL initialises); this layer works with both.
