@@ -9,66 +9,27 @@
 
 mod common;
 
-use std::ffi::{c_char, c_void, CString};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::ffi::{c_void, CString};
+use std::sync::{Arc, Mutex};
 
 use common::{compile, sample_tensors};
 use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver};
 use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, MemType, Properties, Tensor, TensorType};
+use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
 
 // ---------------------------------------------------------------------------------------------------
 // Harness: activation and the virtual platform's counters
 // ---------------------------------------------------------------------------------------------------
 
-#[cfg(npu_sycl_bridge_has_virtual_platform)]
-fn load_platform() {
-    npu_sycl_bridge::virtual_platform::activate().expect("the virtual Level Zero platform must load");
+/// Loads the virtual platform (idempotent); every test calls it before touching OpenVINO's NPU.
+fn activate() -> &'static VirtualPlatform {
+    virtual_platform::activate().expect("the virtual Level Zero platform must load (cargo build -p virtual-l0)")
 }
-
-/// Until `virtual_platform::activate` exists: load the workspace's build of the virtual platform by
-/// absolute path (it must be built: `cargo build -p virtual-l0`).
-#[cfg(not(npu_sycl_bridge_has_virtual_platform))]
-fn load_platform() {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    let path = target.join("debug").join("libze_loader.so");
-    assert!(path.exists(), "{} is missing: run `cargo build -p virtual-l0`", path.display());
-    let c = CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: loading the virtual platform runs no initialiser with preconditions; the handle is leaked
-    // on purpose (the platform stays loaded for the life of the process).
-    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-    assert!(!h.is_null(), "dlopen {} failed", path.display());
-}
-
-fn activate() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(load_platform);
-}
-
-type CounterFn = unsafe extern "C" fn(*const c_char, *mut u64) -> i32;
 
 /// Reads a counter of the virtual platform (`vl0_counter`).
 fn counter(name: &str) -> u64 {
-    static F: OnceLock<usize> = OnceLock::new();
-    let f = *F.get_or_init(|| {
-        // SAFETY: RTLD_NOLOAD only returns the already-loaded platform; the handle is leaked.
-        let h = unsafe { libc::dlopen(c"libze_loader.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-        assert!(!h.is_null(), "the virtual platform is not loaded");
-        // SAFETY: a symbol lookup in a valid handle.
-        let s = unsafe { libc::dlsym(h, c"vl0_counter".as_ptr()) };
-        assert!(!s.is_null(), "vl0_counter is not exported");
-        s as usize
-    });
-    // SAFETY: vl0_counter has this signature (DEVELOPERS.md).
-    let f: CounterFn = unsafe { std::mem::transmute::<usize, CounterFn>(f) };
-    let c = CString::new(name).unwrap();
-    let mut v = 0u64;
-    // SAFETY: valid NUL-terminated name and out-pointer.
-    let r = unsafe { f(c.as_ptr(), &mut v) };
-    assert_eq!(r, 0, "unknown counter {name}");
-    v
+    activate().try_counter(name).unwrap_or_else(|e| panic!("counter {name}: {e}"))
 }
 
 /// Tests that compare counter deltas run one at a time (the counters are process-wide).
@@ -817,20 +778,12 @@ mod direct {
 /// finds the loaded `libopenvino.so.*` with `dl_iterate_phdr` and opens `libopenvino_c` beside it.
 #[test]
 fn python_process_without_the_c_library() {
-    activate();
     let python = native_finder::provisioned_prefix().join("bin").join("python");
     if !python.exists() {
         eprintln!("skipped: no provisioned Python at {} (cargo xtask setup)", python.display());
         return;
     }
-    // The platform's file, as loaded in this process.
-    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let lib = maps
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|p| p.ends_with("libze_loader.so") || p.ends_with("libze_loader.so.1"))
-        .expect("the virtual platform is mapped")
-        .to_string();
+    let lib = activate().path().to_str().unwrap().to_string();
     let script = r#"
 import ctypes, sys
 ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
