@@ -173,6 +173,7 @@ fn npu_context_finds_the_plugins_l0_context_driver_and_capabilities() {
 
 #[test]
 fn npu_context_of_a_cpu_compiled_model_is_unsupported() {
+    let _s = serial();
     let s = setup(models::fully_connected());
     let e = NpuContext::from_compiled_model(&s.cpu_model).unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "NPU" }, "{e}");
@@ -233,6 +234,7 @@ fn l0_host_tensors_match_the_cpu_plugin_without_copies() {
     let copied0 = counter("npu.bytes_copied");
     r.infer().unwrap();
     assert_eq!(counter("npu.inferences"), inferences0 + 2, "ran on the virtual NPU");
+    let (sys0, fd0) = (counter("npu.graph_args.sysmem"), counter("npu.graph_args.dma_buf"));
     s.assert_matches_cpu(std::slice::from_ref(&x), &[read_remote(&output)]);
 
     // Written after binding, seen by the next inference without rebinding.
@@ -241,6 +243,7 @@ fn l0_host_tensors_match_the_cpu_plugin_without_copies() {
     r.infer().unwrap();
     s.assert_matches_cpu(&[y], &[read_remote(&output)]);
     assert_eq!(counter("npu.bytes_copied"), copied0, "no device copies");
+    assert_eq!((counter("npu.graph_args.sysmem"), counter("npu.graph_args.dma_buf")), (sys0, fd0), "plugin memory, no imports");
 }
 
 #[test]
@@ -267,13 +270,16 @@ fn cpu_va_tensors_match_the_cpu_plugin_zero_copy() {
     r.set_output_tensor(0, &sum).unwrap();
     r.set_output_tensor(1, &product).unwrap();
     let inferences0 = counter("npu.inferences");
+    let args0 = counter("npu.graph_args.sysmem");
     r.infer().unwrap();
     assert_eq!(counter("npu.inferences"), inferences0 + 1, "ran on the virtual NPU");
+    assert_eq!(counter("npu.graph_args.sysmem"), args0 + 4, "the graph ran on the imported pages themselves");
     s.assert_matches_cpu(&[a.clone(), b.clone()], &[read_remote(&sum), read_remote(&product)]);
 
     let a2 = other_input(&s.m, 0);
     write_remote(&mut ta, &a2);
     r.infer().unwrap();
+    assert_eq!(counter("npu.graph_args.sysmem"), args0 + 8);
     s.assert_matches_cpu(&[a2, b], &[read_remote(&sum), read_remote(&product)]);
     assert_eq!(counter("npu.bytes_copied"), copied0, "no device copies");
     assert_eq!(counter("npu.imports.sysmem"), sysmem0 + 4, "binding and inferring import nothing more");
@@ -307,8 +313,10 @@ fn dma_buf_tensors_from_the_virtual_gpu_match_the_cpu_plugin_zero_copy() {
         r.set_output_tensor(0, &tsum).unwrap();
         r.set_output_tensor(1, &tprod).unwrap();
         let inferences0 = counter("npu.inferences");
+        let args0 = counter("npu.graph_args.dma_buf");
         r.infer().unwrap();
         assert_eq!(counter("npu.inferences"), inferences0 + 1, "ran on the virtual NPU");
+        assert_eq!(counter("npu.graph_args.dma_buf"), args0 + 4, "the graph ran on the GPU's pages themselves");
         // The GPU reads the results from its own allocations.
         let read = |m: &L0Allocation| {
             let mut v = vec![0u8; 4096];
@@ -321,6 +329,7 @@ fn dma_buf_tensors_from_the_virtual_gpu_match_the_cpu_plugin_zero_copy() {
         let a2 = other_input(&s.m, 0);
         mem_a.write(0, &a2).unwrap();
         r.infer().unwrap();
+        assert_eq!(counter("npu.graph_args.dma_buf"), args0 + 8);
         s.assert_matches_cpu(&[a2, b.clone()], &[read(&mem_sum), read(&mem_prod)]);
         assert_eq!(counter("npu.bytes_copied"), copied0, "no NPU copies");
         assert_eq!(counter("npu.imports.dma_buf"), imports0 + 4, "no re-import");
@@ -342,7 +351,9 @@ fn plain_tensors_page_aligned_are_imported_others_copied() {
     let mut r = s.request();
     r.set_input_tensor(0, &ta).unwrap();
     r.set_input_tensor(1, &tb).unwrap();
+    let args0 = counter("npu.graph_args.sysmem");
     r.infer().unwrap();
+    assert_eq!(counter("npu.graph_args.sysmem"), args0 + 2, "the graph read both inputs' own pages");
     let outs: Vec<Vec<u8>> = (0..2).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
     s.assert_matches_cpu(&[a.clone(), b.clone()], &outs);
     let imported = counter("npu.imports.sysmem") - sysmem0;
@@ -364,7 +375,9 @@ fn plain_tensors_page_aligned_are_imported_others_copied() {
     let mut r2 = s.request();
     r2.set_input_tensor(0, &unaligned[0]).unwrap();
     r2.set_input_tensor(1, &unaligned[1]).unwrap();
+    let args1 = counter("npu.graph_args.sysmem");
     r2.infer().unwrap();
+    assert_eq!(counter("npu.graph_args.sysmem"), args1, "the graph ran on the plugin's copies");
     let outs: Vec<Vec<u8>> = (0..2).map(|i| r2.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
     s.assert_matches_cpu(&[a, b], &outs);
     assert_eq!(counter("npu.imports.sysmem"), sysmem1, "unaligned tensors are not imported (copied instead)");
