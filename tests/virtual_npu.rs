@@ -339,6 +339,60 @@ fn page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused() {
 }
 
 #[test]
+fn plain_page_aligned_tensors_are_imported_and_rebound() {
+    let _g = counters_lock();
+    let core = core();
+    let m = models::u8_input();
+    let d = &m.inputs[0];
+    let npu = compile_npu(&core, &m);
+    let mut r = npu.create_infer_request().unwrap();
+    let before = counter("npu.graph_args.sysmem");
+    for (k, seed) in [0u8, 9, 77].into_iter().enumerate() {
+        // A fresh page-aligned buffer each round: the plugin imports it and patches the recorded
+        // command through the mutable command list.
+        let mem = Arc::new(PageBuf::new(d.byte_size()));
+        let input: Vec<u8> = m.sample_input(0).iter().map(|x| x.wrapping_add(seed)).collect();
+        mem.write(0, &input);
+        // SAFETY: page-aligned memory of the tensor's size, kept alive by the tensor's keepalive.
+        let t = unsafe { Tensor::from_host_ptr(d.element_type, d.shape.clone(), mem.ptr.cast(), Some(mem.clone())) }.unwrap();
+        r.set_input_tensor(0, &t).unwrap();
+        r.infer().unwrap();
+        assert_eq!(counter("npu.graph_args.sysmem"), before + k as u64 + 1, "round {k}: not read in place");
+        let got = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
+        let want = cpu_outputs(&core, &m, &[Tensor::from_bytes(d.element_type, d.shape.clone(), &input).unwrap()]);
+        assert_same(&m, &want, &[got]);
+    }
+}
+
+#[test]
+fn asynchronous_requests_run_on_the_plugin_threads() {
+    let core = core();
+    let m = models::convolution();
+    let npu = compile_npu(&core, &m);
+    let inputs: Vec<Vec<Tensor>> = (0..4u8).map(|k| varied_inputs(&m, k)).collect();
+    let mut reqs: Vec<_> = inputs
+        .iter()
+        .map(|ins| {
+            let mut r = npu.create_infer_request().unwrap();
+            for (i, t) in ins.iter().enumerate() {
+                r.set_input_tensor(i, t).unwrap();
+            }
+            r
+        })
+        .collect();
+    for _ in 0..5 {
+        for r in reqs.iter_mut() {
+            r.start_async().unwrap();
+        }
+        for (r, ins) in reqs.iter_mut().zip(&inputs) {
+            r.wait().unwrap();
+            let got: Vec<Vec<u8>> = (0..m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
+            assert_same(&m, &cpu_outputs(&core, &m, ins), &got);
+        }
+    }
+}
+
+#[test]
 fn export_and_import_round_trip() {
     let core = core();
     for m in [models::convolution(), models::multi_io()] {
