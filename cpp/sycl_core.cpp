@@ -213,8 +213,9 @@ void check_context_accepts_devices(std::uintptr_t ze_context, const std::vector<
     if (r != 0 || p == nullptr) {
       failure = "make_context: the ze_context " + hex(ze_context) + " does not accept device " + hex(
                     reinterpret_cast<std::uintptr_t>(dev)) + " ('" + d.get_info<sycl::info::device::name>() +
-                "'): zeMemAllocDevice returned " + hex(static_cast<std::uint32_t>(r)) +
-                ". The context must be created on the Level Zero driver of the devices' platform (" +
+                "'): a 1-byte zeMemAllocDevice probe returned " + hex(static_cast<std::uint32_t>(r)) +
+                ". The usual cause is a context of another Level Zero driver (such as the NPU plugin's): "
+                "the context must be created on the driver of the devices' platform (" +
                 hex(native_driver(d.get_platform())) + ")";
       break;
     }

@@ -223,6 +223,7 @@ mod inner {
                     assert_eq!(buf.as_ptr() as usize % align, 0, "{kind:?} not aligned to {align}");
                 }
                 assert_eq!(buf.pointer_kind().unwrap(), Some(kind), "get_pointer_type of {kind:?}");
+                assert_eq!(ctx.pointer_kind(buf.as_ptr().cast()).unwrap(), Some(kind));
                 let n = len / 4;
                 let data = pattern(n, len as u32);
                 buf.copy_from_slice(queue, &data).expect("copy_from_slice");
@@ -246,6 +247,8 @@ mod inner {
                 assert!(matches!(e.kind(), ErrorKind::Size { .. }), "{e:?}");
             }
         }
+        let on_stack = 0u64;
+        assert_eq!(ctx.pointer_kind(std::ptr::addr_of!(on_stack).cast()).unwrap(), None, "plain memory is unknown");
         // Device → shared copy through the queue.
         let mut src = UsmBuffer::new(ctx, device, UsmKind::Device, 4096, 64).unwrap();
         let mut dst = UsmBuffer::new(ctx, device, UsmKind::Shared, 4096, 64).unwrap();

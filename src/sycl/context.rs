@@ -197,6 +197,17 @@ impl Context {
         self.keep_alive.is_some()
     }
 
+    /// `sycl::get_pointer_type(ptr, context)`: the USM kind of `ptr` in this context, `None` for memory
+    /// the context does not know (plain process memory, another context's or driver's memory). Only a
+    /// lookup: `ptr` is never dereferenced, so any value is allowed.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    pub fn pointer_kind(&self, ptr: *const std::ffi::c_void) -> Result<Option<super::UsmKind>> {
+        // SAFETY: get_pointer_type only looks the address up in the runtime's and driver's tables; it
+        // never dereferences it.
+        let k = unsafe { bridge::pointer_kind(ptr.cast(), &self.raw) }.map_err(sycl_error("get_pointer_type"))?;
+        Ok(super::UsmKind::from_bridge(k))
+    }
+
     /// Errors recorded by `Drop` impls of objects made from this context (for example a failing
     /// `sycl::free`), oldest first; the list is emptied.
     pub fn take_deferred_errors(&self) -> Vec<Error> {
