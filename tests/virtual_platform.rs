@@ -623,6 +623,17 @@ fn queues_lists_fences_events_and_copy_counters() {
         assert_ne!(t, 0);
         assert_eq!(a.zeCommandQueueExecuteCommandLists(q, 1, &mut { il }, std::ptr::null_mut()), ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE);
 
+        // 2D region copy: a 4×3 block from (2, 1) of a 10-wide source to (0, 0) of a 4-wide destination.
+        let grid: Vec<u8> = (0..50u8).collect();
+        let mut block = [0u8; 12];
+        let mut sr: ze_copy_region_t = zeroed();
+        (sr.originX, sr.originY, sr.width, sr.height) = (2, 1, 4, 3);
+        let mut dr: ze_copy_region_t = zeroed();
+        (dr.width, dr.height) = (4, 3);
+        ok(a.zeCommandListAppendMemoryCopyRegion(il, block.as_mut_ptr().cast(), &dr, 4, 0, grid.as_ptr().cast(), &sr, 10, 0,
+            std::ptr::null_mut(), 0, std::ptr::null_mut()), "copy region");
+        assert_eq!(block, [12, 13, 14, 15, 22, 23, 24, 25, 32, 33, 34, 35]);
+
         // Kernels are not supported.
         let mut m: ze_module_handle_t = std::ptr::null_mut();
         let md: ze_module_desc_t = zeroed();

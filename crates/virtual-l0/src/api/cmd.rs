@@ -174,6 +174,32 @@ ze_api! {
         // SAFETY: caller's handles.
         unsafe { append(l, || Ok(Command::Copy { dst: dst as usize, src: src as usize, size }), signal, n, waits) }
     }
+    fn zeCommandListAppendMemoryCopyRegion(
+        l: ze_command_list_handle_t, dst: *mut c_void, dst_region: *const ze_copy_region_t, dst_pitch: u32, dst_slice: u32,
+        src: *const c_void, src_region: *const ze_copy_region_t, src_pitch: u32, src_slice: u32,
+        signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t
+    ) {
+        // SAFETY: the caller's region descriptors.
+        let (dr, sr) = unsafe { (input(dst_region)?, input(src_region)?) };
+        if dst.is_null() || src.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        if (dr.width, dr.height, dr.depth) != (sr.width, sr.height, sr.depth) {
+            return Err(ZE_RESULT_ERROR_INVALID_SIZE);
+        }
+        let extent = [dr.width as usize, dr.height.max(1) as usize, dr.depth.max(1) as usize];
+        let cmd = Command::CopyRegion {
+            dst: dst as usize,
+            src: src as usize,
+            dst_origin: [dr.originX as usize, dr.originY as usize, dr.originZ as usize],
+            src_origin: [sr.originX as usize, sr.originY as usize, sr.originZ as usize],
+            extent,
+            dst_pitch: [dst_pitch as usize, dst_slice as usize],
+            src_pitch: [src_pitch as usize, src_slice as usize],
+        };
+        // SAFETY: caller's handles.
+        unsafe { append(l, || Ok(cmd), signal, n, waits) }
+    }
     fn zeCommandListAppendMemoryFill(l: ze_command_list_handle_t, dst: *mut c_void, pattern: *const c_void, psize: usize, size: usize, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) {
         if dst.is_null() || pattern.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);

@@ -13,7 +13,6 @@ ze_unsupported! {
     zeCommandListAppendLaunchKernel
     zeCommandListAppendLaunchKernelIndirect
     zeCommandListAppendLaunchMultipleKernelsIndirect
-    zeCommandListAppendMemoryCopyRegion
     zeCommandListAppendQueryKernelTimestamps
     zeCommandListAppendSignalExternalSemaphoreExt
     zeCommandListAppendWaitExternalSemaphoreExt
