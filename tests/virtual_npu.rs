@@ -785,6 +785,16 @@ mod direct {
         assert_ne!(r, ZE_RESULT_SUCCESS);
         assert!(log.contains("profiling"), "{log}");
 
+        let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&m), "--config NPU_SEPARATE_WEIGHTS_VERSION=\"1\"");
+        assert_ne!(r, ZE_RESULT_SUCCESS);
+        assert!(log.contains("weights separation"), "{log}");
+        // Dynamic shapes are refused with a reason.
+        let mut dynamic = m.clone();
+        dynamic.xml = m.xml.replace("shape=\"4,256\"", "shape=\"?,256\"").replace("<dim>4</dim>", "<dim>-1</dim>");
+        let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&dynamic), "");
+        assert_ne!(r, ZE_RESULT_SUCCESS);
+        assert!(log.contains("dynamic shapes"), "{log}");
+
         // Handles: NULL and foreign ones.
         let mut props = ze_graph_properties_t { stype: ZE_STRUCTURE_TYPE_GRAPH_PROPERTIES, pNext: std::ptr::null_mut(), numGraphArgs: 0 };
         // SAFETY: NULL handle, valid out-pointer.
