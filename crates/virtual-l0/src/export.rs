@@ -242,3 +242,49 @@ pub fn now_ns() -> u64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panics_become_unknown_and_faults_fire_first() {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        assert_eq!(guard("unitPanics", || -> ze_result_t { panic!("boom") }), ZE_RESULT_ERROR_UNKNOWN);
+        std::panic::set_hook(prev);
+        assert_eq!(guard("unitOk", || Ok::<(), ze_result_t>(())), ZE_RESULT_SUCCESS);
+        crate::faults::inject("unitFaulty", 1, ZE_RESULT_ERROR_DEVICE_LOST);
+        let mut ran = false;
+        assert_eq!(guard("unitFaulty", || { ran = true; ZE_RESULT_SUCCESS }), ZE_RESULT_ERROR_DEVICE_LOST);
+        assert!(!ran, "an injected fault answers before the body runs");
+        assert!(guard_ptr::<u8>("unitPtr", || panic!("boom")).is_null());
+    }
+
+    #[test]
+    fn chains_and_enumeration() {
+        #[repr(C)]
+        struct S {
+            stype: u32,
+            p_next: *mut c_void,
+        }
+        let mut c = S { stype: 3, p_next: std::ptr::null_mut() };
+        let b = S { stype: 2, p_next: &mut c as *mut S as *mut c_void };
+        // SAFETY: a valid two-entry chain.
+        let v = unsafe { chain(&b as *const S as *const c_void) };
+        assert_eq!(v.iter().map(|e| e.stype).collect::<Vec<_>>(), [2, 3]);
+        let mut n = 0u32;
+        let mut out = [0u32; 3];
+        // SAFETY: valid count and array.
+        unsafe {
+            enumerate(&mut n, out.as_mut_ptr(), 2, |i, o| *o = i as u32 + 10).unwrap();
+            assert_eq!(n, 2);
+            n = 3;
+            enumerate(&mut n, out.as_mut_ptr(), 2, |i, o| *o = i as u32 + 10).unwrap();
+            assert_eq!((n, out), (2, [10, 11, 0]));
+        }
+        let mut name = [1 as std::ffi::c_char; 4];
+        set_cstr(&mut name, "abcdef");
+        assert_eq!(name, [b'a' as std::ffi::c_char, b'b' as _, b'c' as _, 0]);
+    }
+}
