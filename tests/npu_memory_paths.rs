@@ -553,3 +553,81 @@ fn thousand_create_bind_infer_drop_cycles_leak_nothing() {
 fn f32s(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
+
+#[test]
+fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refused() {
+    let _s = serial();
+    let s = setup(models::multi_io());
+    let (a, b) = (s.m.sample_input(0), s.m.sample_input(1));
+    // One 8 KiB L0 host tensor holding `a` at its start and `b` at +4096.
+    let mut big = s.npu.l0_host_tensor(ElementType::F32, [1, 2048], TensorType::Binded).unwrap();
+    {
+        let mut bytes = big.host_bytes_mut().unwrap();
+        bytes[..4096].copy_from_slice(&a);
+        bytes[4096..].copy_from_slice(&b);
+    }
+    let va = big.params().unwrap().mem_handle.cast::<u8>();
+    let sysmem0 = counter("npu.imports.sysmem");
+    let keep: KeepAlive = Arc::new(big.clone());
+
+    // Inside the allocation: the plugin would read from the allocation's start. Refused.
+    // SAFETY: in bounds of the 8 KiB allocation owned by `keep`; the call fails before OpenVINO.
+    let e = unsafe {
+        s.npu.cpu_va_tensor_from_raw(va.add(4096).cast(), 4096, Some(keep.clone()), ElementType::F32, [1, 1024], TensorType::Input)
+    }
+    .unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{e}");
+    assert!(e.to_string().contains("4096 bytes into an existing allocation"), "{e}");
+    // Larger than the allocation.
+    // SAFETY: as above.
+    let e = unsafe { s.npu.cpu_va_tensor_from_raw(va.cast(), 1 << 20, Some(keep.clone()), ElementType::F32, [1, 4096], TensorType::Input) }
+        .unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::Size { needed: 16384, available: 8192 }, "{e}");
+
+    // At its start: reused (no import), and the inference reads the right bytes.
+    // SAFETY: the first 4096 bytes of the allocation `keep` (the L0 tensor) owns.
+    let ta = unsafe { s.npu.cpu_va_tensor_from_raw(va.cast(), 8192, Some(keep), ElementType::F32, [1, 1024], TensorType::Input) }.unwrap();
+    assert_eq!(counter("npu.imports.sysmem"), sysmem0, "no import: the plugin reuses its own allocation");
+    assert_eq!(ta.params().unwrap().mem_handle.cast::<u8>(), va);
+    drop(big);
+    let tb = s.npu.cpu_va_tensor(PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let mut r = s.request();
+    r.set_input_tensor(0, &ta).unwrap();
+    r.set_input_tensor(1, &tb).unwrap();
+    r.infer().unwrap();
+    let outs: Vec<Vec<u8>> = (0..2).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
+    s.assert_matches_cpu(&[a, b], &outs);
+}
+
+#[test]
+fn driver_failures_surface_as_errors_and_release_the_memory() {
+    let _s = serial();
+    let s = setup(models::multi_io());
+    let live0 = counter("npu.live_allocations");
+
+    // The plugin's zeMemAllocHost fails: an OpenVINO error, nothing allocated.
+    vp().inject_fault("zeMemAllocHost", 1, 0x7000_0002).unwrap();
+    let e = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap_err();
+    vp().clear_faults();
+    assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "{e:?}");
+    assert_eq!(counter("npu.live_allocations"), live0);
+
+    // The sysmem import fails: the caller's keep-alive is released at once (not leaked).
+    struct Owner(Arc<std::sync::atomic::AtomicUsize>, #[allow(dead_code)] PageAlignedBuffer);
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut buf = PageAlignedBuffer::new(4096).unwrap();
+    let p = buf.as_mut_ptr();
+    let keep: KeepAlive = Arc::new(Owner(drops.clone(), buf));
+    vp().inject_fault("zeMemAllocHost", 1, 0x7000_0002).unwrap();
+    // SAFETY: p is the page-aligned 4096-byte buffer owned by `keep`.
+    let e = unsafe { s.npu.cpu_va_tensor_from_raw(p, 4096, Some(keep), ElementType::F32, [1, 1024], TensorType::Input) }.unwrap_err();
+    vp().clear_faults();
+    assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "{e:?}");
+    assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 1, "the keep-alive was dropped on error");
+    assert_eq!(counter("npu.live_allocations"), live0);
+}

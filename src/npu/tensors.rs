@@ -102,14 +102,17 @@ impl NpuContext {
     /// available from `ptr`). `keepalive` is stored in the tensor and dropped only after OpenVINO
     /// freed the tensor and every request that bound it let go of it: pass the memory's owner.
     ///
-    /// A pointer that already lies inside an allocation of the NPU's Level Zero context (an L0
-    /// host tensor, an earlier import) is not imported again: the plugin reuses that allocation
-    /// (no alignment rule) and only checks bounds. Otherwise `ptr` and the tensor's byte size must
-    /// be multiples of 4096.
+    /// A pointer that is the **start** of an allocation of the NPU's Level Zero context (an L0
+    /// host tensor's VA, an earlier import) is not imported again: the plugin reuses that
+    /// allocation (no alignment rule; the tensor must fit in it). A pointer *inside* such an
+    /// allocation is refused: the plugin would use the allocation's start instead (measured), i.e.
+    /// the wrong bytes. Any other `ptr` and the tensor's byte size must be multiples of 4096.
     ///
     /// # Errors
     /// As [`cpu_va_tensor`](Self::cpu_va_tensor), plus
-    /// [`Alignment { what: "CPU_VA pointer" }`](ErrorKind::Alignment) for a misaligned `ptr`.
+    /// [`Alignment { what: "CPU_VA pointer" }`](ErrorKind::Alignment) for a misaligned `ptr`, and
+    /// [`Unsupported { path: "CPU_VA" }`](ErrorKind::Unsupported) for a pointer inside (not at the
+    /// start of) an existing NPU allocation.
     ///
     /// # Safety
     /// - `ptr` is valid for reads and writes of `byte_len` bytes, and stays valid until
@@ -135,7 +138,32 @@ impl NpuContext {
             return Err(Error::size(format!("CPU_VA {element_type} tensor of shape {shape}"), needed, byte_len));
         }
         let known = self.level_zero_context().memory_properties(ptr)?;
-        if known.kind == MemoryKind::Unknown {
+        if known.kind != MemoryKind::Unknown {
+            // Already an allocation (or import) of the plugin's context: the plugin does not import
+            // it again but reuses the allocation found by its id, at the allocation's START
+            // (measured with 2026.4.1: the tensor's MEM_HANDLE is the base, and the graph reads
+            // from there). An interior pointer would silently give the wrong bytes.
+            let (base, size) = self.level_zero_context().address_range(ptr)?;
+            if base != ptr {
+                return Err(Error::unsupported(
+                    "CPU_VA",
+                    format!(
+                        "{ptr:p} lies {} bytes into an existing allocation of the NPU context ({base:p}, {size} bytes, \
+                         {:?}); OpenVINO's NPU plugin reuses such an allocation from its start and would silently \
+                         use the bytes at {base:p}. Pass the allocation's start, or use a separate page-aligned buffer",
+                        ptr as usize - base as usize,
+                        known.kind
+                    ),
+                ));
+            }
+            if needed > size {
+                return Err(Error::size(
+                    format!("CPU_VA {element_type} tensor of shape {shape} inside an existing NPU allocation"),
+                    needed,
+                    size,
+                ));
+            }
+        } else {
             if !self.capabilities().sysmem_import {
                 return Err(Error::unsupported(
                     "CPU_VA",
