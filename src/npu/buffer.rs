@@ -69,10 +69,10 @@ impl PageAlignedBuffer {
     pub fn from_slice<T: Element>(data: &[T]) -> Result<PageAlignedBuffer> {
         let bytes = std::mem::size_of_val(data);
         let mut b = PageAlignedBuffer::new(bytes)?;
-        // SAFETY: `data` is `bytes` readable bytes of plain-old-data; the buffer holds at least
-        // `bytes` bytes and is a distinct allocation.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().cast::<u8>(), b.ptr.as_ptr(), bytes) };
-        let _ = &mut b;
+        let dst = b.as_bytes_mut();
+        // SAFETY: `data` is `bytes` readable bytes of plain-old-data (Element is sealed to POD
+        // types without padding); `dst` holds at least `bytes` bytes and is a distinct allocation.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr().cast::<u8>(), dst.as_mut_ptr(), bytes) };
         Ok(b)
     }
 
