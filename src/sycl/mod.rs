@@ -17,6 +17,28 @@
 //! context given with [`LevelZeroOwnership::Keep`] outlives the SYCL context wrapping it as long as its
 //! owner is (or is kept alive by) the keep-alive.
 //!
+//! # Example
+//! ```no_run
+//! use std::sync::Arc;
+//! use npu_sycl_bridge::level_zero;
+//! use npu_sycl_bridge::sycl::{self, Context, DeviceType, ExportableDeviceMemory, Queue, UsmBuffer, UsmKind};
+//!
+//! # fn main() -> npu_sycl_bridge::Result<()> {
+//! let gpu = sycl::devices()?.into_iter().find(|d| d.device_type == DeviceType::Gpu).expect("a GPU");
+//! // A Level Zero context of the GPU's driver, shared with SYCL (`ownership::keep`; the Arc keeps it alive).
+//! // SAFETY: the handle is the runtime's own driver handle of this platform.
+//! let driver = unsafe { level_zero::Driver::from_raw(gpu.native_driver().unwrap()) };
+//! let ze = Arc::new(level_zero::Context::create(driver)?);
+//! let ctx = Context::from_level_zero_context(&ze, std::slice::from_ref(&gpu))?;
+//! let queue = Queue::new(&ctx, &gpu)?;
+//! let mut buf = UsmBuffer::new(&ctx, &gpu, UsmKind::Shared, 4096, 4096)?;
+//! buf.copy_from_slice(&queue, &[1.0f32; 1024])?;
+//! let mem = ExportableDeviceMemory::new(&ctx, &gpu, 1 << 20, 4096)?;
+//! let fd = mem.export_dma_buf()?; // ours: closed when dropped
+//! # drop(fd);
+//! # Ok(()) }
+//! ```
+//!
 //! # Errors
 //! A C++ exception thrown by the runtime or by the shim's checks becomes an [`Error`] of kind
 //! `ErrorKind::Sycl` whose message is the exception's `what()` text. Errors inside `Drop` (a failing
