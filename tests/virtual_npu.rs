@@ -839,6 +839,21 @@ mod direct {
         let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&m), "--config NPU_SEPARATE_WEIGHTS_VERSION=\"1\"");
         assert_ne!(r, ZE_RESULT_SUCCESS);
         assert!(log.contains("weights separation"), "{log}");
+        // A layout that contradicts the model's declared layout would need a transposition: refused.
+        let mut declared = models::convolution();
+        declared.xml = declared.xml.replacen(
+            "type=\"Parameter\" version=\"opset1\">",
+            "type=\"Parameter\" version=\"opset1\"><rt_info><attribute name=\"layout\" version=\"0\" layout=\"[N,C,H,W]\" /></rt_info>",
+            1,
+        );
+        let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&declared), "--inputs_layouts=\"0:NHWC\"");
+        assert_ne!(r, ZE_RESULT_SUCCESS);
+        assert!(log.contains("layout conversion"), "{log}");
+        let (r, g, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&declared), "--inputs_layouts=\"0:NCHW\"");
+        assert_eq!(r, ZE_RESULT_SUCCESS, "{log}");
+        assert_eq!(n.arg(g, 0).networkLayout, ZE_GRAPH_ARGUMENT_LAYOUT_NCHW);
+        // SAFETY: a graph we created.
+        assert_eq!(unsafe { n.graph.pfnDestroy.unwrap()(g) }, 0);
         // Dynamic shapes are refused with a reason.
         let mut dynamic = m.clone();
         dynamic.xml = m.xml.replace("shape=\"4,256\"", "shape=\"?,256\"").replace("<dim>4</dim>", "<dim>-1</dim>");

@@ -332,21 +332,41 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
     };
     precision(&flags.inputs_precisions, &in_names, &rm.inputs, &mut conv.inputs, "inputs")?;
     precision(&flags.outputs_precisions, &out_names, &rm.outputs, &mut conv.outputs, "outputs")?;
-    let layouts = |list: &[(String, String)], names: &[(String, Vec<String>)], ports: &[engine::PortInfo], what: &str| -> Result<Vec<u32>, String> {
+    // Layouts from the build flags describe the argument memory. The plugin derives them from the
+    // model (its declared layout, else the default for the rank), so they are recorded as reported
+    // layouts; one that contradicts the layout the model declares would need a transposition, which
+    // this driver refuses rather than silently ignoring.
+    let layouts = |list: &[(String, String)],
+                   names: &[(String, Vec<String>)],
+                   ports: &[engine::PortInfo],
+                   declared: &[Option<String>],
+                   what: &str|
+     -> Result<Vec<u32>, String> {
         let mut v: Vec<u32> = ports.iter().map(|p| default_layout(p.shape.len())).collect();
         for (k, l) in list {
             let i = resolve_key(k, names).ok_or_else(|| format!("--{what}_layouts names {k:?}, which is not a model {what}"))?;
             let code = layout_code(l).ok_or_else(|| format!("--{what}_layouts {k}:{l}: layout {l} is not supported by the virtual NPU"))?;
-            let letters = l.trim().len();
-            if code != ZE_GRAPH_ARGUMENT_LAYOUT_ANY && code != ZE_GRAPH_ARGUMENT_LAYOUT_BLOCKED && letters != ports[i].shape.len() {
-                return Err(format!("--{what}_layouts {k}:{l} does not match the rank-{} {what} tensor", ports[i].shape.len()));
+            let letters = l.trim().to_ascii_uppercase();
+            if code != ZE_GRAPH_ARGUMENT_LAYOUT_ANY && code != ZE_GRAPH_ARGUMENT_LAYOUT_BLOCKED {
+                if letters.len() != ports[i].shape.len() {
+                    return Err(format!("--{what}_layouts {k}:{l} does not match the rank-{} {what} tensor", ports[i].shape.len()));
+                }
+                if let Some(d) = &declared[i] {
+                    if *d != letters {
+                        return Err(format!(
+                            "--{what}_layouts {k}:{l} differs from the layout the model declares ({d}): layout conversion is not supported by the virtual NPU"
+                        ));
+                    }
+                }
             }
             v[i] = code;
         }
         Ok(v)
     };
-    let in_layouts = layouts(&flags.inputs_layouts, &in_names, &rm.inputs, "inputs")?;
-    let out_layouts = layouts(&flags.outputs_layouts, &out_names, &rm.outputs, "outputs")?;
+    let in_declared: Vec<Option<String>> = in_map.iter().map(|&i| summary.inputs[i].layout.clone()).collect();
+    let out_declared: Vec<Option<String>> = out_map.iter().map(|&i| summary.outputs[i].layout.clone()).collect();
+    let in_layouts = layouts(&flags.inputs_layouts, &in_names, &rm.inputs, &in_declared, "inputs")?;
+    let out_layouts = layouts(&flags.outputs_layouts, &out_names, &rm.outputs, &out_declared, "outputs")?;
 
     let network_in: Vec<Elem> = rm.inputs.iter().map(|p| p.elem).collect();
     let network_out: Vec<Elem> = rm.outputs.iter().map(|p| p.elem).collect();

@@ -24,6 +24,8 @@ pub struct Layer {
     pub name: String,
     pub type_: String,
     pub outputs: Vec<Port>,
+    /// The layer's own `layout` runtime attribute (`[N,C,H,W]` → `NCHW`), when the model declares one.
+    pub layout: Option<String>,
 }
 
 /// A model input as written in the IR.
@@ -33,6 +35,8 @@ pub struct IrInput {
     pub name: String,
     /// Tensor names of its output port.
     pub tensor_names: Vec<String>,
+    /// The layout the model declares for it (rt_info `layout`), e.g. `NCHW`.
+    pub layout: Option<String>,
 }
 
 /// A model output as written in the IR.
@@ -44,6 +48,8 @@ pub struct IrOutput {
     pub tensor_names: Vec<String>,
     /// The Result layer's own name.
     pub result_name: String,
+    /// The layout the model declares for it (rt_info `layout` of the Result), e.g. `NCHW`.
+    pub layout: Option<String>,
 }
 
 /// What the driver needs from an IR.
@@ -164,6 +170,16 @@ fn split_names(s: &str) -> Vec<String> {
     v
 }
 
+/// `[N,C,H,W]` → `NCHW`; `[?,...]`-style or empty layouts → `None`.
+fn layout_letters(s: &str) -> Option<String> {
+    let inner = s.trim().trim_start_matches('[').trim_end_matches(']');
+    let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.iter().any(|p| p.len() != 1 || !p.chars().all(|c| c.is_ascii_alphabetic())) {
+        return None;
+    }
+    Some(parts.concat().to_ascii_uppercase())
+}
+
 /// Reads the IR. Errors describe what is malformed.
 pub fn summarize(xml: &str) -> Result<IrSummary, String> {
     let mut layers: Vec<Layer> = Vec::new();
@@ -175,6 +191,7 @@ pub fn summarize(xml: &str) -> Result<IrSummary, String> {
     let mut in_output = false;
     let mut cur_port: Option<Port> = None;
     let mut in_dim = false;
+    let mut port_depth = 0usize;
 
     let mut rest = xml;
     while let Some(lt) = rest.find('<') {
@@ -220,6 +237,7 @@ pub fn summarize(xml: &str) -> Result<IrSummary, String> {
                         name: a.get("name").cloned().unwrap_or_default(),
                         type_,
                         outputs: Vec::new(),
+                        layout: None,
                     };
                     if self_closing {
                         layers.push(l);
@@ -235,6 +253,16 @@ pub fn summarize(xml: &str) -> Result<IrSummary, String> {
             }
             ("output", false) if body_depth == 0 && cur_layer.is_some() && !self_closing => in_output = true,
             ("output", true) if body_depth == 0 => in_output = false,
+            ("port", false) if !self_closing && body_depth == 0 && !in_output => port_depth += 1,
+            ("port", true) if body_depth == 0 && !in_output => port_depth = port_depth.saturating_sub(1),
+            ("attribute", false) if body_depth == 0 && port_depth == 0 && cur_port.is_none() => {
+                let a = attributes(tag);
+                if a.get("name").map(String::as_str) == Some("layout") {
+                    if let (Some(l), Some(v)) = (cur_layer.as_mut(), a.get("layout")) {
+                        l.layout = layout_letters(v);
+                    }
+                }
+            }
             ("port", false) if body_depth == 0 && in_output => {
                 let a = attributes(tag);
                 let p = Port {
@@ -277,6 +305,7 @@ pub fn summarize(xml: &str) -> Result<IrSummary, String> {
             "Parameter" => summary.inputs.push(IrInput {
                 name: l.name.clone(),
                 tensor_names: l.outputs.first().map(|p| p.names.clone()).unwrap_or_default(),
+                layout: l.layout.clone(),
             }),
             "Result" => {
                 let edge = edges.iter().find(|e| e.2 == l.id);
@@ -292,7 +321,12 @@ pub fn summarize(xml: &str) -> Result<IrSummary, String> {
                     }
                     None => (l.name.clone(), Vec::new()),
                 };
-                summary.outputs.push(IrOutput { producer, tensor_names: names, result_name: l.name.clone() });
+                summary.outputs.push(IrOutput {
+                    producer,
+                    tensor_names: names,
+                    result_name: l.name.clone(),
+                    layout: l.layout.clone(),
+                });
             }
             _ => {}
         }
@@ -340,6 +374,18 @@ mod tests {
         assert_eq!(s.outputs[0].producer, "relu");
         assert_eq!(s.outputs[0].tensor_names, vec!["y".to_string()]);
         assert!(s.stateful_ops.is_empty());
+    }
+
+    #[test]
+    fn declared_layouts() {
+        let x = XML.replace(
+            "<data shape=\"1,4\" element_type=\"f32\" />",
+            "<data shape=\"1,4\" element_type=\"f32\" /><rt_info><attribute name=\"layout\" version=\"0\" layout=\"[N,C]\" /></rt_info>",
+        );
+        let s = summarize(&x).unwrap();
+        assert_eq!(s.inputs[0].layout.as_deref(), Some("NC"));
+        assert_eq!(s.outputs[0].layout, None);
+        assert_eq!(layout_letters("[?,...]"), None);
     }
 
     #[test]
