@@ -10,6 +10,13 @@ if(TARGET npu_sycl_bridge::sycl_runtime)
   return()
 endif()
 
+# The prefix `cargo xtask setup` provisions, as a last resort (crates/native-finder does the same).
+if(DEFINED ENV{NPU_SYCL_BRIDGE_HOME} AND NOT "$ENV{NPU_SYCL_BRIDGE_HOME}" STREQUAL "")
+  set(NPU_SYCL_BRIDGE_PROVISIONED_PREFIX "$ENV{NPU_SYCL_BRIDGE_HOME}/prefix")
+else()
+  set(NPU_SYCL_BRIDGE_PROVISIONED_PREFIX "$ENV{HOME}/.cache/npu-sycl-bridge/prefix")
+endif()
+
 if(CMAKE_CXX_COMPILER_ID STREQUAL "IntelLLVM")
   find_package(IntelSYCL CONFIG QUIET)
 endif()
@@ -21,10 +28,12 @@ if(IntelSYCL_FOUND AND TARGET IntelSYCL::SYCL_CXX)
 else()
   find_path(NPU_SYCL_BRIDGE_SYCL_INCLUDE_DIR sycl/sycl.hpp
     HINTS ENV SYCL_ROOT ENV CMPLR_ROOT
+    PATHS "${NPU_SYCL_BRIDGE_PROVISIONED_PREFIX}"
     PATH_SUFFIXES include
     DOC "Directory holding sycl/sycl.hpp (the DPC++ runtime's include directory)")
   find_library(NPU_SYCL_BRIDGE_SYCL_LIBRARY NAMES sycl libsycl.so.9
     HINTS ENV SYCL_ROOT ENV CMPLR_ROOT
+    PATHS "${NPU_SYCL_BRIDGE_PROVISIONED_PREFIX}"
     PATH_SUFFIXES lib
     DOC "The DPC++ runtime library (libsycl.so.9)")
   if(NOT NPU_SYCL_BRIDGE_SYCL_INCLUDE_DIR OR NOT NPU_SYCL_BRIDGE_SYCL_LIBRARY)
