@@ -20,8 +20,8 @@
 use std::os::raw::{c_char, c_void};
 
 use crate::{
-    ze_command_list_handle_t, ze_command_queue_handle_t, ze_context_handle_t, ze_device_handle_t,
-    ze_driver_handle_t, ze_event_handle_t, ze_result_t,
+    ze_command_list_handle_t, ze_command_queue_handle_t, ze_context_handle_t, ze_device_handle_t, ze_driver_handle_t,
+    ze_event_handle_t, ze_result_t,
 };
 
 use crate::ze_make_version;
@@ -52,11 +52,13 @@ pub const ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME: &str = "ZE_experimental_mutable_
 
 /// `ze_intel_npu_driver_uuid`: the NPU plugin accepts only a driver whose `ze_driver_properties_t::uuid`
 /// equals this value.
-pub const ZE_INTEL_NPU_DRIVER_UUID: [u8; 16] =
-    [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89];
+pub const ZE_INTEL_NPU_DRIVER_UUID: [u8; 16] = [
+    0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89,
+];
 /// `ze_intel_npu_device_uuid`.
-pub const ZE_INTEL_NPU_DEVICE_UUID: [u8; 16] =
-    [0x80, 0xd1, 0xd1, 0x1e, 0xb7, 0x38, 0x11, 0xea, 0xb3, 0xde, 0x02, 0x42, 0xac, 0x13, 0x00, 0x04];
+pub const ZE_INTEL_NPU_DEVICE_UUID: [u8; 16] = [
+    0x80, 0xd1, 0xd1, 0x1e, 0xb7, 0x38, 0x11, 0xea, 0xb3, 0xde, 0x02, 0x42, 0xac, 0x13, 0x00, 0x04,
+];
 
 // ---------------------------------------------------------------------------------------------------------
 // Opaque handles of the extensions
@@ -503,9 +505,8 @@ pub type ze_pfnGraphCreate_ext_t = Option<
 pub type ze_pfnGraphDestroy_ext_t = Option<unsafe extern "C" fn(ze_graph_handle_t) -> ze_result_t>;
 pub type ze_pfnGraphGetProperties_ext_t =
     Option<unsafe extern "C" fn(ze_graph_handle_t, *mut ze_graph_properties_t) -> ze_result_t>;
-pub type ze_pfnGraphGetArgumentProperties_ext_t = Option<
-    unsafe extern "C" fn(ze_graph_handle_t, u32, *mut ze_graph_argument_properties_t) -> ze_result_t,
->;
+pub type ze_pfnGraphGetArgumentProperties_ext_t =
+    Option<unsafe extern "C" fn(ze_graph_handle_t, u32, *mut ze_graph_argument_properties_t) -> ze_result_t>;
 pub type ze_pfnGraphSetArgumentValue_ext_t =
     Option<unsafe extern "C" fn(ze_graph_handle_t, u32, *const c_void) -> ze_result_t>;
 pub type ze_pfnAppendGraphInitialize_ext_t = Option<
@@ -531,15 +532,12 @@ pub type ze_pfnGraphGetNativeBinary_ext_t =
     Option<unsafe extern "C" fn(ze_graph_handle_t, *mut usize, *mut u8) -> ze_result_t>;
 pub type ze_pfnDeviceGetGraphProperties_ext_t =
     Option<unsafe extern "C" fn(ze_device_handle_t, *mut ze_device_graph_properties_t) -> ze_result_t>;
-pub type ze_pfnGraphGetArgumentMetadata_ext_t = Option<
-    unsafe extern "C" fn(ze_graph_handle_t, u32, *mut ze_graph_argument_metadata_t) -> ze_result_t,
->;
-pub type ze_pfnGraphGetArgumentProperties_ext_2_t = Option<
-    unsafe extern "C" fn(ze_graph_handle_t, u32, *mut ze_graph_argument_properties_2_t) -> ze_result_t,
->;
-pub type ze_pfnGraphGetArgumentProperties_ext_3_t = Option<
-    unsafe extern "C" fn(ze_graph_handle_t, u32, *mut ze_graph_argument_properties_3_t) -> ze_result_t,
->;
+pub type ze_pfnGraphGetArgumentMetadata_ext_t =
+    Option<unsafe extern "C" fn(ze_graph_handle_t, u32, *mut ze_graph_argument_metadata_t) -> ze_result_t>;
+pub type ze_pfnGraphGetArgumentProperties_ext_2_t =
+    Option<unsafe extern "C" fn(ze_graph_handle_t, u32, *mut ze_graph_argument_properties_2_t) -> ze_result_t>;
+pub type ze_pfnGraphGetArgumentProperties_ext_3_t =
+    Option<unsafe extern "C" fn(ze_graph_handle_t, u32, *mut ze_graph_argument_properties_3_t) -> ze_result_t>;
 pub type ze_pfnGraphQueryNetworkCreate_ext_t = Option<
     unsafe extern "C" fn(
         ze_context_handle_t,
@@ -584,16 +582,10 @@ pub type ze_pfnGraphGetNativeBinary_ext_2_t =
 pub type ze_pfnGraphGetProperties_ext_2_t =
     Option<unsafe extern "C" fn(ze_graph_handle_t, *mut ze_graph_properties_2_t) -> ze_result_t>;
 pub type ze_pfnGraphInitialize_ext_t = Option<unsafe extern "C" fn(ze_graph_handle_t) -> ze_result_t>;
-pub type ze_pfnGetSupportedOptions_ext_t = Option<
-    unsafe extern "C" fn(ze_device_handle_t, ze_npu_options_type_t, *mut usize, *mut c_char) -> ze_result_t,
->;
+pub type ze_pfnGetSupportedOptions_ext_t =
+    Option<unsafe extern "C" fn(ze_device_handle_t, ze_npu_options_type_t, *mut usize, *mut c_char) -> ze_result_t>;
 pub type ze_pfnIsOptionSupported_ext_t = Option<
-    unsafe extern "C" fn(
-        ze_device_handle_t,
-        ze_npu_options_type_t,
-        *const c_char,
-        *const c_char,
-    ) -> ze_result_t,
+    unsafe extern "C" fn(ze_device_handle_t, ze_npu_options_type_t, *const c_char, *const c_char) -> ze_result_t,
 >;
 pub type ze_pfnGraphCreate_ext_3_t = Option<
     unsafe extern "C" fn(
@@ -608,8 +600,7 @@ pub type ze_pfnGraphGetProperties_ext_3_t =
     Option<unsafe extern "C" fn(ze_graph_handle_t, *mut ze_graph_properties_3_t) -> ze_result_t>;
 pub type ze_pfnGraphBuildLogGetString_ext_2_t =
     Option<unsafe extern "C" fn(ze_graph_build_log_handle_t, *mut u32, *mut c_char) -> ze_result_t>;
-pub type ze_pfnGraphBuildLogDestroy_ext_t =
-    Option<unsafe extern "C" fn(ze_graph_build_log_handle_t) -> ze_result_t>;
+pub type ze_pfnGraphBuildLogDestroy_ext_t = Option<unsafe extern "C" fn(ze_graph_build_log_handle_t) -> ze_result_t>;
 pub type ze_pfnGraphEvict_ext_t = Option<unsafe extern "C" fn(ze_graph_handle_t) -> ze_result_t>;
 
 /// `ze_graph_dditable_ext_t` as of graph extension 1.16 (1.17 and 1.18 add no slots).
@@ -757,9 +748,8 @@ pub type ze_command_queue_workload_type_t = u32;
 pub const ZE_WORKLOAD_TYPE_DEFAULT: u32 = 0x0;
 pub const ZE_WORKLOAD_TYPE_BACKGROUND: u32 = 0x1;
 
-pub type ze_pfnCommandQueueSetWorkloadType_ext_t = Option<
-    unsafe extern "C" fn(ze_command_queue_handle_t, ze_command_queue_workload_type_t) -> ze_result_t,
->;
+pub type ze_pfnCommandQueueSetWorkloadType_ext_t =
+    Option<unsafe extern "C" fn(ze_command_queue_handle_t, ze_command_queue_workload_type_t) -> ze_result_t>;
 
 /// `ze_command_queue_npu_dditable_ext_t`.
 #[repr(C)]
@@ -790,9 +780,8 @@ pub struct ze_context_properties_npu_ext_t {
     pub options: u32,
 }
 
-pub type ze_pfnContextSetProperties_ext_t = Option<
-    unsafe extern "C" fn(ze_context_handle_t, *mut ze_context_properties_npu_ext_t) -> ze_result_t,
->;
+pub type ze_pfnContextSetProperties_ext_t =
+    Option<unsafe extern "C" fn(ze_context_handle_t, *mut ze_context_properties_npu_ext_t) -> ze_result_t>;
 pub type ze_pfnContextReleaseMemory_ext_t = Option<unsafe extern "C" fn(ze_context_handle_t) -> ze_result_t>;
 
 /// `ze_context_npu_dditable_ext_t`.
@@ -832,11 +821,7 @@ pub type ze_pfnGraphProfilingPoolCreate_ext_t =
 pub type ze_pfnGraphProfilingPoolDestroy_ext_t =
     Option<unsafe extern "C" fn(ze_graph_profiling_pool_handle_t) -> ze_result_t>;
 pub type ze_pfnGraphProfilingQueryCreate_ext_t = Option<
-    unsafe extern "C" fn(
-        ze_graph_profiling_pool_handle_t,
-        u32,
-        *mut ze_graph_profiling_query_handle_t,
-    ) -> ze_result_t,
+    unsafe extern "C" fn(ze_graph_profiling_pool_handle_t, u32, *mut ze_graph_profiling_query_handle_t) -> ze_result_t,
 >;
 pub type ze_pfnGraphProfilingQueryDestroy_ext_t =
     Option<unsafe extern "C" fn(ze_graph_profiling_query_handle_t) -> ze_result_t>;
@@ -848,9 +833,8 @@ pub type ze_pfnGraphProfilingQueryGetData_ext_t = Option<
         *mut u8,
     ) -> ze_result_t,
 >;
-pub type ze_pfnDeviceGetProfilingDataProperties_ext_t = Option<
-    unsafe extern "C" fn(ze_device_handle_t, *mut ze_device_profiling_data_properties_t) -> ze_result_t,
->;
+pub type ze_pfnDeviceGetProfilingDataProperties_ext_t =
+    Option<unsafe extern "C" fn(ze_device_handle_t, *mut ze_device_profiling_data_properties_t) -> ze_result_t>;
 pub type ze_pfnGraphProfilingLogGetString_ext_t =
     Option<unsafe extern "C" fn(ze_graph_profiling_query_handle_t, *mut u32, *mut c_char) -> ze_result_t>;
 
@@ -919,8 +903,14 @@ mod layout_tests {
         assert_eq!(offset_of!(ze_graph_argument_properties_3_t, quantZeroPoint), 316);
         assert_eq!(offset_of!(ze_graph_argument_properties_3_t, dims_count), 320);
         assert_eq!(offset_of!(ze_graph_argument_properties_3_t, debug_friendly_name), 324);
-        assert_eq!(offset_of!(ze_graph_argument_properties_3_t, associated_tensor_names), 580);
-        assert_eq!(offset_of!(ze_graph_argument_properties_3_t, associated_tensor_names_count), 580 + 8192);
+        assert_eq!(
+            offset_of!(ze_graph_argument_properties_3_t, associated_tensor_names),
+            580
+        );
+        assert_eq!(
+            offset_of!(ze_graph_argument_properties_3_t, associated_tensor_names_count),
+            580 + 8192
+        );
     }
 
     #[test]

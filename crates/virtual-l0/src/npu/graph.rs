@@ -74,7 +74,10 @@ impl Graph {
         let n = self.args.len();
         p.global.resize(n, 0);
         p.global[index] = value;
-        let mine = p.per_thread.entry(std::thread::current().id()).or_insert_with(|| vec![None; n]);
+        let mine = p
+            .per_thread
+            .entry(std::thread::current().id())
+            .or_insert_with(|| vec![None; n]);
         mine[index] = Some(value);
     }
 
@@ -107,7 +110,10 @@ impl Graph {
             }
             let bytes = arg.shape.iter().product::<u64>() as usize * arg.device.size;
             let info = crate::memory::lookup(DriverKind::Npu, a as *const c_void).ok_or_else(|| {
-                format!("graph argument {i} ({:?}) at {a:#x} is not memory of the NPU driver (allocate or import it first)", arg.name)
+                format!(
+                    "graph argument {i} ({:?}) at {a:#x} is not memory of the NPU driver (allocate or import it first)",
+                    arg.name
+                )
             })?;
             if a + bytes > info.base + info.size {
                 return Err(format!(
@@ -244,15 +250,23 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
     let (ir_in, flags_text) = match format_ {
         ZE_GRAPH_FORMAT_NGRAPH_LITE => (format::parse_ngraph_lite(data)?, build_flags.to_string()),
         ZE_GRAPH_FORMAT_NATIVE => format::parse_native(data)?,
-        other => return Err(format!("graph format {other:#x} is not supported (NGRAPH_LITE 0x2 and NATIVE 0x1 are)")),
+        other => {
+            return Err(format!(
+                "graph format {other:#x} is not supported (NGRAPH_LITE 0x2 and NATIVE 0x1 are)"
+            ))
+        }
     };
     let flags: BuildFlags = format::parse_build_flags(&flags_text);
     for (k, v) in &flags.config {
         if k == "PERF_COUNT" && truthy(v) {
             return Err("PERF_COUNT=YES: profiling is not supported by the virtual NPU".into());
         }
-        if (k.contains("SEPARATE_WEIGHTS") || k.contains("WEIGHTLESS")) && !matches!(v.as_str(), "" | "0" | "NO" | "FALSE") {
-            return Err(format!("{k}={v}: weights separation is not supported by the virtual NPU"));
+        if (k.contains("SEPARATE_WEIGHTS") || k.contains("WEIGHTLESS"))
+            && !matches!(v.as_str(), "" | "0" | "NO" | "FALSE")
+        {
+            return Err(format!(
+                "{k}={v}: weights separation is not supported by the virtual NPU"
+            ));
         }
         if k == "NPU_BATCH_MODE" && v == "PLUGIN" {
             // The plugin handles batching itself; nothing to do here.
@@ -320,18 +334,38 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
 
     // Precisions from the build flags: honoured as conversions where they differ from the model.
     let mut conv = Conversions::default();
-    let precision = |list: &[(String, String)], names: &[(String, Vec<String>)], ports: &[engine::PortInfo], into: &mut Vec<(usize, Elem)>, what: &str| -> Result<(), String> {
+    let precision = |list: &[(String, String)],
+                     names: &[(String, Vec<String>)],
+                     ports: &[engine::PortInfo],
+                     into: &mut Vec<(usize, Elem)>,
+                     what: &str|
+     -> Result<(), String> {
         for (k, v) in list {
-            let i = resolve_key(k, names).ok_or_else(|| format!("--{what}_precisions names {k:?}, which is not a model {what}"))?;
-            let el = Elem::from_flag(v).ok_or_else(|| format!("--{what}_precisions {k}:{v}: precision {v} is not supported by the virtual NPU"))?;
+            let i = resolve_key(k, names)
+                .ok_or_else(|| format!("--{what}_precisions names {k:?}, which is not a model {what}"))?;
+            let el = Elem::from_flag(v).ok_or_else(|| {
+                format!("--{what}_precisions {k}:{v}: precision {v} is not supported by the virtual NPU")
+            })?;
             if el != ports[i].elem {
                 into.push((i, el));
             }
         }
         Ok(())
     };
-    precision(&flags.inputs_precisions, &in_names, &rm.inputs, &mut conv.inputs, "inputs")?;
-    precision(&flags.outputs_precisions, &out_names, &rm.outputs, &mut conv.outputs, "outputs")?;
+    precision(
+        &flags.inputs_precisions,
+        &in_names,
+        &rm.inputs,
+        &mut conv.inputs,
+        "inputs",
+    )?;
+    precision(
+        &flags.outputs_precisions,
+        &out_names,
+        &rm.outputs,
+        &mut conv.outputs,
+        "outputs",
+    )?;
     // Layouts from the build flags describe the argument memory. The plugin derives them from the
     // model (its declared layout, else the default for the rank), so they are recorded as reported
     // layouts; one that contradicts the layout the model declares would need a transposition, which
@@ -344,12 +378,17 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
      -> Result<Vec<u32>, String> {
         let mut v: Vec<u32> = ports.iter().map(|p| default_layout(p.shape.len())).collect();
         for (k, l) in list {
-            let i = resolve_key(k, names).ok_or_else(|| format!("--{what}_layouts names {k:?}, which is not a model {what}"))?;
-            let code = layout_code(l).ok_or_else(|| format!("--{what}_layouts {k}:{l}: layout {l} is not supported by the virtual NPU"))?;
+            let i = resolve_key(k, names)
+                .ok_or_else(|| format!("--{what}_layouts names {k:?}, which is not a model {what}"))?;
+            let code = layout_code(l)
+                .ok_or_else(|| format!("--{what}_layouts {k}:{l}: layout {l} is not supported by the virtual NPU"))?;
             let letters = l.trim().to_ascii_uppercase();
             if code != ZE_GRAPH_ARGUMENT_LAYOUT_ANY && code != ZE_GRAPH_ARGUMENT_LAYOUT_BLOCKED {
                 if letters.len() != ports[i].shape.len() {
-                    return Err(format!("--{what}_layouts {k}:{l} does not match the rank-{} {what} tensor", ports[i].shape.len()));
+                    return Err(format!(
+                        "--{what}_layouts {k}:{l} does not match the rank-{} {what} tensor",
+                        ports[i].shape.len()
+                    ));
                 }
                 if let Some(d) = &declared[i] {
                     if *d != letters {
@@ -366,7 +405,13 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
     let in_declared: Vec<Option<String>> = in_map.iter().map(|&i| summary.inputs[i].layout.clone()).collect();
     let out_declared: Vec<Option<String>> = out_map.iter().map(|&i| summary.outputs[i].layout.clone()).collect();
     let in_layouts = layouts(&flags.inputs_layouts, &in_names, &rm.inputs, &in_declared, "inputs")?;
-    let out_layouts = layouts(&flags.outputs_layouts, &out_names, &rm.outputs, &out_declared, "outputs")?;
+    let out_layouts = layouts(
+        &flags.outputs_layouts,
+        &out_names,
+        &rm.outputs,
+        &out_declared,
+        "outputs",
+    )?;
 
     let network_in: Vec<Elem> = rm.inputs.iter().map(|p| p.elem).collect();
     let network_out: Vec<Elem> = rm.outputs.iter().map(|p| p.elem).collect();
@@ -405,13 +450,25 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
             ));
         }
         if a.tensor_names.len() > ZE_MAX_GRAPH_TENSOR_NAMES_SIZE {
-            return Err(format!("argument {:?} has more than {ZE_MAX_GRAPH_TENSOR_NAMES_SIZE} tensor names", a.name));
+            return Err(format!(
+                "argument {:?} has more than {ZE_MAX_GRAPH_TENSOR_NAMES_SIZE} tensor names",
+                a.name
+            ));
         }
     }
     let native = format::write_native(&ir_in.xml, &ir_in.weights, &flags_text);
     let n_inputs = compiled.inputs.len();
     let n = args.len();
-    Ok(Graph { args, n_inputs, native, compiled, pending: Mutex::new(Pending { global: vec![0; n], per_thread: HashMap::new() }) })
+    Ok(Graph {
+        args,
+        n_inputs,
+        native,
+        compiled,
+        pending: Mutex::new(Pending {
+            global: vec![0; n],
+            per_thread: HashMap::new(),
+        }),
+    })
 }
 
 /// `pfnCreate*` after handle and pointer validation.
@@ -450,7 +507,9 @@ unsafe fn create_graph(
         // SAFETY: NUL-terminated per the descriptor contract.
         unsafe { CStr::from_ptr(build_flags) }.to_string_lossy().into_owned()
     };
-    trace(format_args!("npu graph create: format {format_:#x}, {input_size} bytes, flags {create_flags:#x}, build flags {flags:?}"));
+    trace(format_args!(
+        "npu graph create: format {format_:#x}, {input_size} bytes, flags {create_flags:#x}, build flags {flags:?}"
+    ));
     let result = build(format_, data, &flags, create_flags);
     let (res, text) = match result {
         Ok(g) => {
@@ -463,7 +522,13 @@ unsafe fn create_graph(
             // Registered with the first graph, so they read 0 rather than "unknown" before any execution.
             crate::counters::add("npu.graph_args.dma_buf", 0);
             crate::counters::add("npu.graph_args.sysmem", 0);
-            *out_graph = create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
+            *out_graph = create::<GraphObject, _>(
+                DriverKind::Npu,
+                GraphObject {
+                    graph: Arc::new(g),
+                    log: text.clone(),
+                },
+            );
             (Ok(()), text)
         }
         Err(e) => {
@@ -518,7 +583,19 @@ unsafe extern "C" fn pfnCreate(
         // SAFETY: caller-provided descriptor.
         let d = unsafe { input(desc) }?;
         // SAFETY: forwarded contract.
-        unsafe { create_graph(hContext, hDevice, d.format, d.pInput, d.inputSize, d.pBuildFlags, 0, phGraph, std::ptr::null_mut()) }
+        unsafe {
+            create_graph(
+                hContext,
+                hDevice,
+                d.format,
+                d.pInput,
+                d.inputSize,
+                d.pBuildFlags,
+                0,
+                phGraph,
+                std::ptr::null_mut(),
+            )
+        }
     })
 }
 
@@ -532,7 +609,19 @@ unsafe extern "C" fn pfnCreate2(
         // SAFETY: caller-provided descriptor.
         let d = unsafe { input(desc) }?;
         // SAFETY: forwarded contract.
-        unsafe { create_graph(hContext, hDevice, d.format, d.pInput, d.inputSize, d.pBuildFlags, d.flags, phGraph, std::ptr::null_mut()) }
+        unsafe {
+            create_graph(
+                hContext,
+                hDevice,
+                d.format,
+                d.pInput,
+                d.inputSize,
+                d.pBuildFlags,
+                d.flags,
+                phGraph,
+                std::ptr::null_mut(),
+            )
+        }
     })
 }
 
@@ -547,7 +636,19 @@ unsafe extern "C" fn pfnCreate3(
         // SAFETY: caller-provided descriptor.
         let d = unsafe { input(desc) }?;
         // SAFETY: forwarded contract.
-        unsafe { create_graph(hContext, hDevice, d.format, d.pInput, d.inputSize, d.pBuildFlags, d.flags, phGraph, phGraphBuildLog) }
+        unsafe {
+            create_graph(
+                hContext,
+                hDevice,
+                d.format,
+                d.pInput,
+                d.inputSize,
+                d.pBuildFlags,
+                d.flags,
+                phGraph,
+                phGraphBuildLog,
+            )
+        }
     })
 }
 
@@ -602,7 +703,11 @@ macro_rules! fill_common {
     ($p:expr, $a:expr) => {{
         let a: &Arg = $a;
         set_cstr(&mut $p.name, &a.name);
-        $p.type_ = if a.input { ZE_GRAPH_ARGUMENT_TYPE_INPUT } else { ZE_GRAPH_ARGUMENT_TYPE_OUTPUT };
+        $p.type_ = if a.input {
+            ZE_GRAPH_ARGUMENT_TYPE_INPUT
+        } else {
+            ZE_GRAPH_ARGUMENT_TYPE_OUTPUT
+        };
         $p.dims = [1; ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE];
         for (d, s) in $p.dims.iter_mut().zip(&a.shape) {
             *d = *s as u32;
@@ -658,7 +763,12 @@ unsafe extern "C" fn pfnGetArgumentProperties2(
 /// `first` is a well-formed `pNext` chain.
 unsafe fn answer_strides(first: *const c_void) {
     // SAFETY: per the contract.
-    if let Some(s) = unsafe { crate::export::find::<ze_graph_argument_property_strides_t>(first, ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_PROPERTY_STRIDES) } {
+    if let Some(s) = unsafe {
+        crate::export::find::<ze_graph_argument_property_strides_t>(
+            first,
+            ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_PROPERTY_STRIDES,
+        )
+    } {
         // SAFETY: the chain entry with this stype is that structure.
         unsafe { (*s).supportsDynamicStrides = false };
     }
@@ -701,7 +811,11 @@ unsafe extern "C" fn pfnGraphGetArgumentMetadata(
         let a = arg_of(&g.graph, argIndex)?;
         // SAFETY: caller-provided out-parameter.
         let p = unsafe { out(p) }?;
-        p.type_ = if a.input { ZE_GRAPH_ARGUMENT_TYPE_INPUT } else { ZE_GRAPH_ARGUMENT_TYPE_OUTPUT };
+        p.type_ = if a.input {
+            ZE_GRAPH_ARGUMENT_TYPE_INPUT
+        } else {
+            ZE_GRAPH_ARGUMENT_TYPE_OUTPUT
+        };
         set_cstr(&mut p.friendly_name, &a.name);
         p.data_type = a.network.ze_metadata;
         p.shape = [0; ZE_MAX_GRAPH_TENSOR_REF_DIMS];
@@ -718,7 +832,11 @@ unsafe extern "C" fn pfnGraphGetArgumentMetadata(
     })
 }
 
-unsafe extern "C" fn pfnSetArgumentValue(hGraph: ze_graph_handle_t, argIndex: u32, pArgValue: *const c_void) -> ze_result_t {
+unsafe extern "C" fn pfnSetArgumentValue(
+    hGraph: ze_graph_handle_t,
+    argIndex: u32,
+    pArgValue: *const c_void,
+) -> ze_result_t {
     guard("pfnSetArgumentValue", || {
         // SAFETY: handle validation.
         let g = unsafe { graph_from(hGraph) }?;
@@ -731,7 +849,11 @@ unsafe extern "C" fn pfnSetArgumentValue(hGraph: ze_graph_handle_t, argIndex: u3
     })
 }
 
-unsafe extern "C" fn pfnSetArgumentValue2(hGraph: ze_graph_handle_t, argIndex: u32, pArgValue: *const c_void) -> ze_result_t {
+unsafe extern "C" fn pfnSetArgumentValue2(
+    hGraph: ze_graph_handle_t,
+    argIndex: u32,
+    pArgValue: *const c_void,
+) -> ze_result_t {
     guard("pfnSetArgumentValue2", || {
         // SAFETY: handle validation.
         let g = unsafe { graph_from(hGraph) }?;
@@ -745,7 +867,9 @@ unsafe extern "C" fn pfnSetArgumentValue2(hGraph: ze_graph_handle_t, argIndex: u
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
         // SAFETY: the tensor descriptor's pNext chain.
-        let strides = unsafe { crate::export::find::<ze_graph_argument_value_strides_t>(t.pNext, ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_STRIDES) };
+        let strides = unsafe {
+            crate::export::find::<ze_graph_argument_value_strides_t>(t.pNext, ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_STRIDES)
+        };
         if let Some(s) = strides {
             // SAFETY: the chain entry with this stype is that structure.
             let s = unsafe { &*s };
@@ -757,9 +881,15 @@ unsafe extern "C" fn pfnSetArgumentValue2(hGraph: ze_graph_handle_t, argIndex: u
                 dense_elems[d] = acc;
                 acc *= a.shape[d];
             }
-            let given: Vec<u64> = s.userStrides[..rank.min(ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE)].iter().map(|&x| x as u64).collect();
+            let given: Vec<u64> = s.userStrides[..rank.min(ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE)]
+                .iter()
+                .map(|&x| x as u64)
+                .collect();
             let in_elems = given.iter().zip(&dense_elems).all(|(g, d)| *g == 0 || g == d);
-            let in_bytes = given.iter().zip(&dense_elems).all(|(g, d)| *g == 0 || *g == d * a.device.size as u64);
+            let in_bytes = given
+                .iter()
+                .zip(&dense_elems)
+                .all(|(g, d)| *g == 0 || *g == d * a.device.size as u64);
             if !(in_elems || in_bytes) {
                 record_log("virtual NPU: non-dense argument strides are not supported");
                 return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
@@ -787,7 +917,11 @@ unsafe extern "C" fn pfnAppendGraphInitialize(
         let (signal, waits) = unsafe { collect_events(DriverKind::Npu, hSignalEvent, numWaitEvents, phWaitEvents) }?;
         // Nothing to initialise: a barrier keeps the event semantics.
         let r = list.append_with_events(Command::Barrier, signal, waits);
-        if r == ZE_RESULT_SUCCESS { Ok(()) } else { Err(r) }
+        if r == ZE_RESULT_SUCCESS {
+            Ok(())
+        } else {
+            Err(r)
+        }
     })
 }
 
@@ -813,7 +947,11 @@ unsafe extern "C" fn pfnAppendGraphExecute(
         let args = g.graph.snapshot();
         let graph: Arc<dyn GraphExecutable> = g.graph.clone();
         let r = list.append_with_events(Command::GraphExecute { graph, args }, signal, waits);
-        if r == ZE_RESULT_SUCCESS { Ok(()) } else { Err(r) }
+        if r == ZE_RESULT_SUCCESS {
+            Ok(())
+        } else {
+            Err(r)
+        }
     })
 }
 
@@ -838,7 +976,11 @@ unsafe extern "C" fn pfnGetNativeBinary(hGraph: ze_graph_handle_t, pSize: *mut u
     })
 }
 
-unsafe extern "C" fn pfnGetNativeBinary2(hGraph: ze_graph_handle_t, pSize: *mut usize, ppBlob: *mut *const u8) -> ze_result_t {
+unsafe extern "C" fn pfnGetNativeBinary2(
+    hGraph: ze_graph_handle_t,
+    pSize: *mut usize,
+    ppBlob: *mut *const u8,
+) -> ze_result_t {
     guard("pfnGetNativeBinary2", || {
         // SAFETY: handle validation.
         let g = unsafe { graph_from(hGraph) }?;
@@ -853,33 +995,62 @@ unsafe extern "C" fn pfnGetNativeBinary2(hGraph: ze_graph_handle_t, pSize: *mut 
     })
 }
 
-fn fill_device_props(graph_ext: &mut u32, compiler: &mut ze_graph_compiler_version_info_t, formats: &mut u32, opset: &mut u32) {
+fn fill_device_props(
+    graph_ext: &mut u32,
+    compiler: &mut ze_graph_compiler_version_info_t,
+    formats: &mut u32,
+    opset: &mut u32,
+) {
     *graph_ext = GRAPH_EXT_VERSION;
     *compiler = COMPILER_VERSION;
     *formats = ZE_GRAPH_FORMAT_NGRAPH_LITE;
     *opset = MAX_OPSET;
 }
 
-unsafe extern "C" fn pfnDeviceGetGraphProperties(hDevice: ze_device_handle_t, p: *mut ze_device_graph_properties_t) -> ze_result_t {
+unsafe extern "C" fn pfnDeviceGetGraphProperties(
+    hDevice: ze_device_handle_t,
+    p: *mut ze_device_graph_properties_t,
+) -> ze_result_t {
     guard("pfnDeviceGetGraphProperties", || {
         // SAFETY: handle validation.
         unsafe { device_in(DriverKind::Npu, hDevice) }?;
         // SAFETY: caller-provided out-parameter.
         let p = unsafe { out(p) }?;
-        fill_device_props(&mut p.graphExtensionVersion, &mut p.compilerVersion, &mut p.graphFormatsSupported, &mut p.maxOVOpsetVersionSupported);
+        fill_device_props(
+            &mut p.graphExtensionVersion,
+            &mut p.compilerVersion,
+            &mut p.graphFormatsSupported,
+            &mut p.maxOVOpsetVersionSupported,
+        );
         Ok(())
     })
 }
 
-unsafe extern "C" fn pfnDeviceGetGraphProperties2(hDevice: ze_device_handle_t, p: *mut ze_device_graph_properties_2_t) -> ze_result_t {
+unsafe extern "C" fn pfnDeviceGetGraphProperties2(
+    hDevice: ze_device_handle_t,
+    p: *mut ze_device_graph_properties_2_t,
+) -> ze_result_t {
     guard("pfnDeviceGetGraphProperties2", || {
         // SAFETY: handle validation.
         unsafe { device_in(DriverKind::Npu, hDevice) }?;
         // SAFETY: caller-provided out-parameter.
         let p = unsafe { out(p) }?;
-        fill_device_props(&mut p.graphExtensionVersion, &mut p.compilerVersion, &mut p.graphFormatsSupported, &mut p.maxOVOpsetVersionSupported);
-        p.elfVersion = ze_graph_version_info_t { major: 1, minor: 0, patch: 0 };
-        p.runtimeVersion = ze_graph_version_info_t { major: 1, minor: 0, patch: 0 };
+        fill_device_props(
+            &mut p.graphExtensionVersion,
+            &mut p.compilerVersion,
+            &mut p.graphFormatsSupported,
+            &mut p.maxOVOpsetVersionSupported,
+        );
+        p.elfVersion = ze_graph_version_info_t {
+            major: 1,
+            minor: 0,
+            patch: 0,
+        };
+        p.runtimeVersion = ze_graph_version_info_t {
+            major: 1,
+            minor: 0,
+            patch: 0,
+        };
         Ok(())
     })
 }
@@ -918,11 +1089,21 @@ unsafe extern "C" fn pfnQueryNetworkDestroy(_h: ze_graph_query_network_handle_t)
     guard("pfnQueryNetworkDestroy", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
 }
 
-unsafe extern "C" fn pfnQueryNetworkGetSupportedLayers(_h: ze_graph_query_network_handle_t, _s: *mut usize, _l: *mut c_char) -> ze_result_t {
-    guard("pfnQueryNetworkGetSupportedLayers", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+unsafe extern "C" fn pfnQueryNetworkGetSupportedLayers(
+    _h: ze_graph_query_network_handle_t,
+    _s: *mut usize,
+    _l: *mut c_char,
+) -> ze_result_t {
+    guard("pfnQueryNetworkGetSupportedLayers", || {
+        ZE_RESULT_ERROR_UNSUPPORTED_FEATURE
+    })
 }
 
-unsafe extern "C" fn pfnBuildLogGetString(hGraph: ze_graph_handle_t, pSize: *mut u32, pBuildLog: *mut c_char) -> ze_result_t {
+unsafe extern "C" fn pfnBuildLogGetString(
+    hGraph: ze_graph_handle_t,
+    pSize: *mut u32,
+    pBuildLog: *mut c_char,
+) -> ze_result_t {
     guard("pfnBuildLogGetString", || {
         // A NULL (or failed) graph asks for the latest build error, which is how the plugin reads it.
         let text = if hGraph.is_null() {
@@ -935,7 +1116,11 @@ unsafe extern "C" fn pfnBuildLogGetString(hGraph: ze_graph_handle_t, pSize: *mut
     })
 }
 
-unsafe extern "C" fn pfnBuildLogGetString2(hLog: ze_graph_build_log_handle_t, pSize: *mut u32, pBuildLog: *mut c_char) -> ze_result_t {
+unsafe extern "C" fn pfnBuildLogGetString2(
+    hLog: ze_graph_build_log_handle_t,
+    pSize: *mut u32,
+    pBuildLog: *mut c_char,
+) -> ze_result_t {
     guard("pfnBuildLogGetString2", || {
         // SAFETY: handle validation.
         let l = unsafe { get::<BuildLog, _>(hLog) }?;

@@ -66,14 +66,20 @@ fn table_version(name: &[u8]) -> Option<u32> {
         .iter()
         .find(|(n, _)| n.as_bytes() == name)
         .map(|&(_, v)| v)
-        .filter(|_| name != ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME.as_bytes() && name != ZE_EXTERNAL_MEMMAP_SYSMEM_EXT_NAME.as_bytes())
+        .filter(|_| {
+            name != ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME.as_bytes()
+                && name != ZE_EXTERNAL_MEMMAP_SYSMEM_EXT_NAME.as_bytes()
+        })
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // ZE_extension_driver_npu
 // ---------------------------------------------------------------------------------------------------------
 
-unsafe extern "C" fn pfnGetExtension(hDriver: ze_driver_handle_t, pExtension: *mut ze_driver_extension_npu_ext_t) -> ze_result_t {
+unsafe extern "C" fn pfnGetExtension(
+    hDriver: ze_driver_handle_t,
+    pExtension: *mut ze_driver_extension_npu_ext_t,
+) -> ze_result_t {
     guard("pfnGetExtension", || -> ZeResult {
         // SAFETY: handle validation.
         let d = unsafe { driver_from(hDriver) }?;
@@ -107,13 +113,18 @@ unsafe extern "C" fn pfnGetExtension(hDriver: ze_driver_handle_t, pExtension: *m
 }
 
 /// The `ZE_extension_driver_npu` table.
-pub static DRIVER_NPU_TABLE: ze_driver_npu_dditable_ext_t = ze_driver_npu_dditable_ext_t { pfnGetExtension: Some(pfnGetExtension) };
+pub static DRIVER_NPU_TABLE: ze_driver_npu_dditable_ext_t = ze_driver_npu_dditable_ext_t {
+    pfnGetExtension: Some(pfnGetExtension),
+};
 
 // ---------------------------------------------------------------------------------------------------------
 // ZE_extension_command_queue_npu, ZE_extension_context_npu
 // ---------------------------------------------------------------------------------------------------------
 
-unsafe extern "C" fn pfnSetWorkloadType(hCommandQueue: ze_command_queue_handle_t, workloadType: ze_command_queue_workload_type_t) -> ze_result_t {
+unsafe extern "C" fn pfnSetWorkloadType(
+    hCommandQueue: ze_command_queue_handle_t,
+    workloadType: ze_command_queue_workload_type_t,
+) -> ze_result_t {
     guard("pfnSetWorkloadType", || -> ZeResult {
         // SAFETY: handle validation.
         let q = unsafe { queue_from(hCommandQueue) }?;
@@ -126,10 +137,14 @@ unsafe extern "C" fn pfnSetWorkloadType(hCommandQueue: ze_command_queue_handle_t
 }
 
 /// The `ZE_extension_command_queue_npu` table (1.1).
-pub static COMMAND_QUEUE_NPU_TABLE: ze_command_queue_npu_dditable_ext_t =
-    ze_command_queue_npu_dditable_ext_t { pfnSetWorkloadType: Some(pfnSetWorkloadType) };
+pub static COMMAND_QUEUE_NPU_TABLE: ze_command_queue_npu_dditable_ext_t = ze_command_queue_npu_dditable_ext_t {
+    pfnSetWorkloadType: Some(pfnSetWorkloadType),
+};
 
-unsafe extern "C" fn pfnContextSetProperties(hContext: ze_context_handle_t, props: *mut ze_context_properties_npu_ext_t) -> ze_result_t {
+unsafe extern "C" fn pfnContextSetProperties(
+    hContext: ze_context_handle_t,
+    props: *mut ze_context_properties_npu_ext_t,
+) -> ze_result_t {
     guard("pfnContextSetProperties", || -> ZeResult {
         // SAFETY: handle validation.
         same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
@@ -157,13 +172,21 @@ pub static CONTEXT_NPU_TABLE: ze_context_npu_dditable_ext_t = ze_context_npu_ddi
 // ZE_extension_profiling_data (not implemented: every entry but the properties query is UNSUPPORTED)
 // ---------------------------------------------------------------------------------------------------------
 
-unsafe extern "C" fn pfnProfilingPoolCreate(_g: ze_graph_handle_t, _n: u32, _p: *mut ze_graph_profiling_pool_handle_t) -> ze_result_t {
+unsafe extern "C" fn pfnProfilingPoolCreate(
+    _g: ze_graph_handle_t,
+    _n: u32,
+    _p: *mut ze_graph_profiling_pool_handle_t,
+) -> ze_result_t {
     guard("pfnProfilingPoolCreate", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
 }
 unsafe extern "C" fn pfnProfilingPoolDestroy(_p: ze_graph_profiling_pool_handle_t) -> ze_result_t {
     guard("pfnProfilingPoolDestroy", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
 }
-unsafe extern "C" fn pfnProfilingQueryCreate(_p: ze_graph_profiling_pool_handle_t, _i: u32, _q: *mut ze_graph_profiling_query_handle_t) -> ze_result_t {
+unsafe extern "C" fn pfnProfilingQueryCreate(
+    _p: ze_graph_profiling_pool_handle_t,
+    _i: u32,
+    _q: *mut ze_graph_profiling_query_handle_t,
+) -> ze_result_t {
     guard("pfnProfilingQueryCreate", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
 }
 unsafe extern "C" fn pfnProfilingQueryDestroy(_q: ze_graph_profiling_query_handle_t) -> ze_result_t {
@@ -177,7 +200,10 @@ unsafe extern "C" fn pfnProfilingQueryGetData(
 ) -> ze_result_t {
     guard("pfnProfilingQueryGetData", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
 }
-unsafe extern "C" fn pfnDeviceGetProfilingDataProperties(hDevice: ze_device_handle_t, p: *mut ze_device_profiling_data_properties_t) -> ze_result_t {
+unsafe extern "C" fn pfnDeviceGetProfilingDataProperties(
+    hDevice: ze_device_handle_t,
+    p: *mut ze_device_profiling_data_properties_t,
+) -> ze_result_t {
     guard("pfnDeviceGetProfilingDataProperties", || -> ZeResult {
         // SAFETY: handle validation.
         unsafe { device_in(DriverKind::Npu, hDevice) }?;
@@ -187,7 +213,11 @@ unsafe extern "C" fn pfnDeviceGetProfilingDataProperties(hDevice: ze_device_hand
         Ok(())
     })
 }
-unsafe extern "C" fn pfnProfilingLogGetString(_q: ze_graph_profiling_query_handle_t, _s: *mut u32, _l: *mut c_char) -> ze_result_t {
+unsafe extern "C" fn pfnProfilingLogGetString(
+    _q: ze_graph_profiling_query_handle_t,
+    _s: *mut u32,
+    _l: *mut c_char,
+) -> ze_result_t {
     guard("pfnProfilingLogGetString", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
 }
 
@@ -215,7 +245,10 @@ mod tests {
         for (n, _) in p {
             let c = std::ffi::CString::new(*n).unwrap();
             let table = extension_function_address(&c);
-            let expect_table = !matches!(*n, "ZE_experimental_mutable_command_list" | "ZE_extension_external_memmap_sysmem");
+            let expect_table = !matches!(
+                *n,
+                "ZE_experimental_mutable_command_list" | "ZE_extension_external_memmap_sysmem"
+            );
             assert_eq!(table.is_some(), expect_table, "{n}");
         }
     }
