@@ -386,6 +386,63 @@ fn page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused() {
 }
 
 #[test]
+fn cpu_va_output_and_l0_host_input_are_used_in_place() {
+    let _g = counters_lock();
+    let core = core();
+    let m = models::fully_connected();
+    let (di, dout) = (&m.inputs[0], &m.outputs[0]);
+    assert_eq!(dout.byte_size() % 4096, 0, "the FC output is whole pages");
+    let npu = compile_npu(&core, &m);
+    let ctx = core.default_context("NPU").unwrap();
+
+    // Input: the plugin's own host memory (L0_INTERNAL_BUF), written through the remote tensor's VA.
+    let input = ctx
+        .create_l0_host_tensor(di.element_type, di.shape.clone(), TensorType::Input)
+        .unwrap();
+    let va = input.params().unwrap().mem_handle as *mut u8;
+    assert!(!va.is_null());
+    let sample = m.sample_input(0);
+    // SAFETY: the tensor's memory is host-visible and at least its byte size; nothing else uses it now.
+    unsafe { std::ptr::copy_nonoverlapping(sample.as_ptr(), va, sample.len()) };
+
+    // Output: the caller's page-aligned memory (CPU_VA), written by the graph itself.
+    let out = Arc::new(PageBuf::new(dout.byte_size()));
+    // SAFETY: page-aligned whole pages, kept alive by keepalive.
+    let out_t = unsafe {
+        ctx.create_tensor_raw(
+            dout.element_type,
+            dout.shape.clone(),
+            MemType::CpuVa,
+            Some(out.ptr.cast()),
+            None,
+            vec![out.clone()],
+        )
+    }
+    .unwrap();
+    let sysmem = counter("npu.graph_args.sysmem");
+    let copied = counter("npu.bytes_copied");
+    let mut r = npu.create_infer_request().unwrap();
+    r.set_input_tensor(0, &input).unwrap();
+    r.set_output_tensor(0, &out_t).unwrap();
+    r.infer().unwrap();
+    assert_eq!(
+        counter("npu.graph_args.sysmem"),
+        sysmem + 1,
+        "the output must be written in place"
+    );
+    assert_eq!(counter("npu.bytes_copied"), copied);
+    // SAFETY: the inference finished; the mapping is valid for its length.
+    let got = unsafe { std::slice::from_raw_parts(out.ptr, out.len) }.to_vec();
+    let want = cpu_outputs(
+        &core,
+        &m,
+        &[Tensor::from_bytes(di.element_type, di.shape.clone(), &sample).unwrap()],
+    );
+    assert_same(&m, &want, &[got]);
+    drop(r);
+}
+
+#[test]
 fn plain_page_aligned_tensors_are_imported_and_rebound() {
     let _g = counters_lock();
     let core = core();
@@ -561,7 +618,10 @@ fn unsupported_models_fail_with_a_clear_message() {
         .expect_err("stateful models are refused");
     let s = e.to_string();
     // The plugin appends the driver's build log to its error.
-    assert!(s.contains("stateful models are not supported by the virtual NPU"), "{s}");
+    assert!(
+        s.contains("stateful models are not supported by the virtual NPU"),
+        "{s}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------
