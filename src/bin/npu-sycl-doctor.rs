@@ -1,0 +1,4 @@
+//! `npu-sycl-doctor` (being written).
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}
