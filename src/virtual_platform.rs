@@ -253,3 +253,87 @@ impl VirtualPlatform {
         unsafe { (self.clear)() }
     }
 }
+
+/// The Level Zero platform a program runs on, as chosen by [`select`].
+#[derive(Debug)]
+pub enum Selection {
+    /// Real hardware: `/dev/accel/accel*` exists and the system's `libze_loader.so.1` was opened
+    /// (it is now the loader of the process).
+    Real {
+        /// The loader that was opened.
+        loader: PathBuf,
+        /// The accelerator device nodes found (`/dev/accel/accel0`, ...).
+        accel: Vec<PathBuf>,
+    },
+    /// The virtual platform, activated by [`select`].
+    Virtual {
+        /// The activated platform.
+        platform: &'static VirtualPlatform,
+        /// Why it was chosen, for the user ("no /dev/accel/accel* device: ...", "--virtual was given").
+        reason: String,
+    },
+}
+
+impl Selection {
+    /// Whether this is the virtual platform.
+    pub fn is_virtual(&self) -> bool {
+        matches!(self, Selection::Virtual { .. })
+    }
+
+    /// The virtual platform, if that is what was selected.
+    pub fn virtual_platform(&self) -> Option<&'static VirtualPlatform> {
+        match self {
+            Selection::Virtual { platform, .. } => Some(platform),
+            Selection::Real { .. } => None,
+        }
+    }
+}
+
+/// The accelerator device nodes (`/dev/accel/accel*`): the Linux `ivpu` driver's NPUs.
+pub fn accel_devices() -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/dev/accel")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("accel"))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Chooses the Level Zero platform the way the example and `npu-sycl-doctor` do, and makes it the
+/// process's loader. Call it before anything opens a Level Zero loader.
+///
+/// - With `force_virtual`, or when no `/dev/accel/accel*` exists: [`activate`] (the virtual
+///   platform).
+/// - Otherwise `dlopen("libze_loader.so.1")`: if that succeeds, [`Selection::Real`]; if it fails
+///   (no system loader), the virtual platform, with the reason. A `libze_loader.so.1` that turns
+///   out to be the virtual platform (`LD_LIBRARY_PATH=target/virtual-l0`) is reported as virtual.
+///
+/// # Errors
+/// Those of [`activate`] when the virtual platform is needed and cannot be loaded.
+pub fn select(force_virtual: bool) -> Result<Selection> {
+    let virt = |reason: String| activate().map(|platform| Selection::Virtual { platform, reason });
+    if force_virtual {
+        return virt("the virtual platform was asked for explicitly".into());
+    }
+    let accel = accel_devices();
+    if accel.is_empty() {
+        return virt("no Intel NPU here: /dev/accel/accel* does not exist".into());
+    }
+    let soname = CString::new(SONAME).expect("no NUL");
+    // SAFETY: opening the system's Level Zero loader runs its initialisers, which are safe to run at
+    // any time; the handle is kept for the whole process on purpose (it becomes the loader).
+    let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    if h.is_null() {
+        let why = dlerror();
+        return virt(format!("{} exists, but no system {SONAME} can be opened ({why})", accel[0].display()));
+    }
+    if sym(h, "vl0_counter").is_some() {
+        return virt(format!("{SONAME} in this process is the virtual platform (LD_LIBRARY_PATH?)"));
+    }
+    let loader = sym(h, "zeInit").and_then(file_of).unwrap_or_else(|| PathBuf::from(SONAME));
+    Ok(Selection::Real { loader, accel })
+}
