@@ -12,3 +12,6 @@ pub mod virtual_platform;
 
 #[cfg(feature = "sycl")]
 pub mod sycl;
+
+#[cfg(feature = "sycl")]
+pub mod strategy;

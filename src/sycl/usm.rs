@@ -86,6 +86,7 @@ pub trait SyclMemory: sealed::Sealed {
 impl sealed::Sealed for UsmBuffer {}
 impl sealed::Sealed for super::ExportableDeviceMemory {}
 impl sealed::Sealed for super::ImportedMemory {}
+impl sealed::Sealed for crate::strategy::SyclAccess<'_> {}
 
 /// A USM allocation (`aligned_alloc_{host,shared,device}`), freed with `sycl::free` in `Drop`.
 ///

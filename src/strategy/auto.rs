@@ -1,0 +1,177 @@
+//! Auto: probe what this machine supports and pick the best strategy that works.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::{CardPath, CpuVa, DmaBuf, NpuToSycl, SharedTensor, Strategy, StrategyKind};
+use crate::error::{Error, ErrorKind, Result};
+use crate::npu::NpuContext;
+use crate::openvino::{ElementType, Shape, TensorType};
+use crate::sycl::{self, Queue, UsmKind};
+
+/// **Auto**: tries every strategy on this machine and uses the best one that works.
+///
+/// # Order
+/// [`StrategyKind::ALL`]: **card path → dma-buf → CPU_VA → NPU→SYCL copy**.
+/// 1. [`CardPath`] over the NPU's own context (zero-copy, one context for both): fails on stock
+///    DPC++ with a typed explanation, but is tried first so a stack that supports it gets it.
+/// 2. [`DmaBuf`]: Intel's recommended Linux path; zero-copy, SYCL keeps device memory.
+/// 3. [`CpuVa`] with host USM: zero-copy, but GPU-driver USM as NPU sysmem is unverified on real
+///    hardware.
+/// 4. [`NpuToSycl`]: always works where the NPU works, but copies on the SYCL side.
+///
+/// On the virtual platform (and, presumably, every Linux Core Ultra with stock DPC++) Auto chooses
+/// **dma-buf**, because the card path is unsupported.
+///
+/// # Trying, not guessing
+/// Each strategy is constructed, and its [`probe`](Strategy::probe) makes a 4 KiB shared tensor,
+/// writes a pattern through SYCL and checks that the NPU's mapping of the tensor shows it, then
+/// writes through the NPU's mapping and checks that SYCL reads it. Every strategy is tried (they are
+/// cheap), so the [`AutoDecision`] records each outcome; the first in the order that worked is
+/// chosen.
+///
+/// # Who owns what
+/// Auto owns the chosen [`Strategy`] (its queue, an `Arc` of the SYCL context, the NPU context).
+/// The probes' tensors are gone when `select` returns.
+#[derive(Debug)]
+pub struct Auto {
+    strategy: Strategy,
+    decision: AutoDecision,
+}
+
+/// Why [`Auto`] chose what it chose: every strategy tried, in order, with its outcome.
+///
+/// `Display` prints one line, e.g. `chose dma-buf because card path: the card path is not
+/// supported here: …; dma-buf: works (also working: CPU_VA, NPU→SYCL copy)`.
+#[derive(Debug)]
+pub struct AutoDecision {
+    /// The strategy chosen: the first in [`StrategyKind::ALL`] whose probe worked.
+    pub chosen: StrategyKind,
+    /// Every strategy tried, in order, with `Ok(())` or the error that ruled it out.
+    pub attempts: Vec<(StrategyKind, Result<(), Error>)>,
+}
+
+impl AutoDecision {
+    /// The error that ruled out `kind`, if it was tried and failed.
+    pub fn error(&self, kind: StrategyKind) -> Option<&Error> {
+        self.attempts.iter().find(|(k, _)| *k == kind).and_then(|(_, r)| r.as_ref().err())
+    }
+
+    /// The strategies whose probe worked, in order.
+    pub fn working(&self) -> Vec<StrategyKind> {
+        self.attempts.iter().filter(|(_, r)| r.is_ok()).map(|(k, _)| *k).collect()
+    }
+}
+
+impl fmt::Display for AutoDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "chose {}", self.chosen)?;
+        let before: Vec<_> = self.attempts.iter().take_while(|(k, _)| *k != self.chosen).collect();
+        if before.is_empty() {
+            write!(f, " because it is first in Auto's order and works")?;
+        } else {
+            write!(f, " because ")?;
+            for (k, r) in before {
+                match r {
+                    Err(e) => write!(f, "{k}: {e}; ")?,
+                    Ok(()) => write!(f, "{k}: works; ")?,
+                }
+            }
+            write!(f, "{}: works", self.chosen)?;
+        }
+        let after: Vec<_> = self.attempts.iter().skip_while(|(k, _)| *k != self.chosen).skip(1).collect();
+        let also: Vec<String> = after.iter().filter(|(_, r)| r.is_ok()).map(|(k, _)| k.to_string()).collect();
+        let failed: Vec<String> = after.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
+        if !also.is_empty() {
+            write!(f, " (also working: {})", also.join(", "))?;
+        }
+        if !failed.is_empty() {
+            write!(f, " (also failed: {})", failed.join("; "))?;
+        }
+        Ok(())
+    }
+}
+
+impl Auto {
+    /// The order Auto tries the strategies in.
+    pub const ORDER: [StrategyKind; 4] = StrategyKind::ALL;
+
+    /// Tries every strategy in [`ORDER`](Self::ORDER) for `npu` and the SYCL `device` of
+    /// `context` (the iGPU's), and keeps the first that works.
+    ///
+    /// # Errors
+    /// [`Unsupported { path: "auto" }`](ErrorKind::Unsupported) when no strategy works; the
+    /// message lists every attempt's error.
+    pub fn select(npu: &NpuContext, context: &Arc<sycl::Context>, device: &sycl::Device) -> Result<Auto> {
+        let mut attempts: Vec<(StrategyKind, Result<(), Error>)> = Vec::with_capacity(Self::ORDER.len());
+        let mut chosen: Option<Strategy> = None;
+        for kind in Self::ORDER {
+            let outcome = Self::build(kind, npu, context, device).and_then(|s| s.probe().map(|()| s));
+            match outcome {
+                Ok(s) => {
+                    attempts.push((kind, Ok(())));
+                    if chosen.is_none() {
+                        chosen = Some(s);
+                    }
+                }
+                Err(e) => attempts.push((kind, Err(e))),
+            }
+        }
+        match chosen {
+            Some(strategy) => Ok(Auto { decision: AutoDecision { chosen: strategy.kind(), attempts }, strategy }),
+            None => {
+                let why: Vec<String> =
+                    attempts.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
+                Err(Error::new(
+                    ErrorKind::Unsupported { path: "auto" },
+                    format!("no SYCL ⇄ NPU sharing strategy works here: {}", why.join("; ")),
+                ))
+            }
+        }
+    }
+
+    /// Constructs the strategy `kind` (Auto's CPU_VA uses host USM).
+    fn build(kind: StrategyKind, npu: &NpuContext, context: &Arc<sycl::Context>, device: &sycl::Device) -> Result<Strategy> {
+        Ok(match kind {
+            StrategyKind::CardPath => Strategy::CardPath(CardPath::from_npu(npu)?),
+            StrategyKind::DmaBuf => Strategy::DmaBuf(DmaBuf::new(npu, context, device)?),
+            StrategyKind::CpuVa => Strategy::CpuVa(CpuVa::new(npu, context, device, UsmKind::Host)?),
+            StrategyKind::NpuToSycl => Strategy::NpuToSycl(NpuToSycl::new(npu, context, device)?),
+        })
+    }
+
+    /// The chosen strategy's kind.
+    pub fn kind(&self) -> StrategyKind {
+        self.strategy.kind()
+    }
+
+    /// The chosen strategy.
+    pub fn strategy(&self) -> &Strategy {
+        &self.strategy
+    }
+
+    /// Why it was chosen.
+    pub fn decision(&self) -> &AutoDecision {
+        &self.decision
+    }
+
+    /// The chosen strategy and the decision.
+    pub fn into_parts(self) -> (Strategy, AutoDecision) {
+        (self.strategy, self.decision)
+    }
+
+    /// A shared tensor made by the chosen strategy.
+    pub fn tensor(&self, element_type: ElementType, shape: impl Into<Shape>, tensor_type: TensorType) -> Result<SharedTensor> {
+        self.strategy.tensor(element_type, shape, tensor_type)
+    }
+
+    /// The chosen strategy's queue (use it for the shared tensors' copies).
+    pub fn queue(&self) -> &Queue {
+        self.strategy.queue()
+    }
+
+    /// The SYCL context of the chosen strategy's memory.
+    pub fn sycl_context(&self) -> &Arc<sycl::Context> {
+        self.strategy.sycl_context()
+    }
+}
