@@ -32,8 +32,12 @@ fn main() {
         Err(nf) => {
             println!("cargo:rustc-env=NPU_SYCL_BRIDGE_OPENVINO_C=");
             if !docs_only {
-                let first = nf.to_string().lines().next().unwrap_or_default().to_string();
-                println!("cargo:warning=npu-sycl-bridge: {first} It is loaded at run time; see `cargo xtask setup`.");
+                println!(
+                    "cargo:warning=npu-sycl-bridge: {} was not found at build time ({} places probed); it is \
+                     loaded at run time, so set NPU_SYCL_BRIDGE_OPENVINO_C or run `cargo xtask setup`",
+                    nf.what,
+                    nf.probed.len()
+                );
             }
         }
     }
