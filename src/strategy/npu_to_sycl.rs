@@ -78,7 +78,10 @@ impl NpuToSycl {
                 t.zero_copy = true;
                 Ok(t)
             }
-            seen => Err(not_sycl_memory().context(format!("SYCL's get_pointer_type says {seen:?}"))),
+            seen => {
+                let seen = seen.map_or_else(|| "unknown".to_string(), |k| format!("{k:?} USM, not host-accessible"));
+                Err(not_sycl_memory().context(format!("NPU→SYCL zero-copy refused (SYCL's get_pointer_type: {seen})")))
+            }
         }
     }
 

@@ -1,0 +1,814 @@
+//! The SYCL ⇄ NPU sharing strategies (`npu_sycl_bridge::strategy`) on the virtual platform, with the
+//! real DPC++ 2026.2 runtime (adapter v1 **and** v2) and the real OpenVINO NPU plugin.
+//!
+//! Every strategy infers a reference model with data written through SYCL and results read back
+//! through SYCL, and the outputs equal the CPU plugin's; zero-copy is proven with the virtual
+//! platform's counters around the inferences (SYCL's own memcpys count as GPU copies, so only the
+//! inferences are measured) and by a SYCL write after binding that the next inference sees.
+//!
+//! # Processes
+//! As in `tests/sycl_shim.rs`: DPC++ picks its Level Zero adapter once per process, so each parent
+//! test re-executes this binary with `--exact inner::<name>` and `SYCL_UR_USE_LEVEL_ZERO_V2=0|1`,
+//! and checks that the child passed and really ran. Inner tests return at once unless
+//! `NPU_SYCL_BRIDGE_STRATEGY_CHILD` marks a child run. Run `cargo build -p virtual-l0` first (as
+//! `cargo xtask test` does).
+#![cfg(feature = "sycl")]
+
+use std::process::Command;
+
+/// Marks a child run; its value is the adapter ("v1" or "v2").
+const CHILD_ENV: &str = "NPU_SYCL_BRIDGE_STRATEGY_CHILD";
+
+/// Runs `inner::<name>` in a child process with adapter `v2` (`false` = v1) and asserts it passed.
+fn run_child(name: &str, v2: bool) {
+    let test = format!("inner::{name}");
+    let exe = std::env::current_exe().expect("current_exe");
+    let adapter = if v2 { "v2" } else { "v1" };
+    let out = Command::new(exe)
+        .args(["--exact", &test, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, adapter)
+        .env("SYCL_UR_USE_LEVEL_ZERO_V2", if v2 { "1" } else { "0" })
+        .env_remove("UR_LOADER_USE_LEVEL_ZERO_V2")
+        .output()
+        .expect("spawn the test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let marker = format!("STRATEGY-CHILD-DONE {name}");
+    assert!(
+        out.status.success() && stdout.contains(&marker),
+        "child `{test}` (adapter {adapter}) failed: {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+        describe(&out.status)
+    );
+    eprintln!("child `{test}` (adapter {adapter}) passed");
+}
+
+fn describe(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("killed by signal {s} (a crash)"),
+        _ => "unknown status".into(),
+    }
+}
+
+/// One parent test per adapter.
+macro_rules! both_adapters {
+    ($name:ident, $v1:ident, $v2:ident) => {
+        #[test]
+        fn $v1() {
+            run_child(stringify!($name), false);
+        }
+        #[test]
+        fn $v2() {
+            run_child(stringify!($name), true);
+        }
+    };
+}
+
+both_adapters!(card_path_on_the_npu_context_is_unsupported, card_path_on_the_npu_context_is_unsupported_v1, card_path_on_the_npu_context_is_unsupported_v2);
+both_adapters!(cross_driver_make_context_is_an_error, cross_driver_make_context_is_an_error_v1, cross_driver_make_context_is_an_error_v2);
+both_adapters!(card_path_on_a_gpu_driver_context_runs_to_the_end, card_path_on_a_gpu_driver_context_runs_to_the_end_v1, card_path_on_a_gpu_driver_context_runs_to_the_end_v2);
+both_adapters!(dma_buf_matches_cpu_zero_copy, dma_buf_matches_cpu_zero_copy_v1, dma_buf_matches_cpu_zero_copy_v2);
+both_adapters!(cpu_va_host_and_shared_usm_match_cpu_zero_copy, cpu_va_host_and_shared_usm_match_cpu_zero_copy_v1, cpu_va_host_and_shared_usm_match_cpu_zero_copy_v2);
+both_adapters!(npu_to_sycl_copies_and_refuses_zero_copy, npu_to_sycl_copies_and_refuses_zero_copy_v1, npu_to_sycl_copies_and_refuses_zero_copy_v2);
+both_adapters!(auto_picks_dma_buf_and_says_why, auto_picks_dma_buf_and_says_why_v1, auto_picks_dma_buf_and_says_why_v2);
+both_adapters!(sycl_access_is_sycl_memory_and_excludes_inference, sycl_access_is_sycl_memory_and_excludes_inference_v1, sycl_access_is_sycl_memory_and_excludes_inference_v2);
+both_adapters!(drops_in_any_order_are_sound, drops_in_any_order_are_sound_v1, drops_in_any_order_are_sound_v2);
+both_adapters!(thousand_cycles_leak_nothing, thousand_cycles_leak_nothing_v1, thousand_cycles_leak_nothing_v2);
+
+/// The tests that run inside the child processes.
+mod inner {
+    use std::sync::{Arc, OnceLock};
+
+    use npu_sycl_bridge::level_zero as l0;
+    use npu_sycl_bridge::models::{self, ReferenceModel};
+    use npu_sycl_bridge::npu::NpuContext;
+    use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType};
+    use npu_sycl_bridge::strategy::{
+        Auto, CardPath, CpuVa, DmaBuf, NpuToSycl, SharedTensor, Strategy, StrategyKind, NPU_TO_SYCL_ZERO_COPY,
+    };
+    use npu_sycl_bridge::sycl::{self, Backend, Context, ContextOrigin, DeviceType, LevelZeroOwnership, Queue, SyclMemory, UsmBuffer, UsmKind};
+    use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+    use npu_sycl_bridge::ErrorKind;
+
+    use super::CHILD_ENV;
+
+    fn child() -> bool {
+        std::env::var(CHILD_ENV).is_ok()
+    }
+
+    fn adapter() -> String {
+        std::env::var(CHILD_ENV).unwrap_or_default()
+    }
+
+    fn done(name: &str) {
+        println!("STRATEGY-CHILD-DONE {name}");
+    }
+
+    fn vp() -> &'static VirtualPlatform {
+        virtual_platform::activate().expect("activate the virtual platform (cargo build -p virtual-l0)")
+    }
+
+    fn counter(name: &str) -> u64 {
+        vp().counter(name)
+    }
+
+    fn open_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+
+    /// One Core per child process (the NPU plugin has one L0 context per Core).
+    fn core() -> &'static Core {
+        static CORE: OnceLock<Core> = OnceLock::new();
+        CORE.get_or_init(|| {
+            vp();
+            Core::new().unwrap()
+        })
+    }
+
+    /// The model compiled for the NPU and for the CPU, the NPU context, and the iGPU's SYCL context.
+    struct Env {
+        m: ReferenceModel,
+        npu_model: CompiledModel,
+        cpu_model: CompiledModel,
+        npu: NpuContext,
+        gpu: sycl::Device,
+        ctx: Arc<Context>,
+    }
+
+    fn env_with(core: &Core, m: ReferenceModel) -> Env {
+        vp();
+        let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
+        let npu_model = core.compile_model(&model, "NPU", &Properties::new()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
+        let cpu_model = core.compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32")).unwrap();
+        let npu = NpuContext::from_compiled_model(&npu_model).unwrap();
+        let gpu = sycl_gpu();
+        let ctx = Context::new(&gpu).expect("sycl::context(gpu)");
+        Env { m, npu_model, cpu_model, npu, gpu, ctx }
+    }
+
+    fn env(m: ReferenceModel) -> Env {
+        env_with(core(), m)
+    }
+
+    /// The virtual GPU as a SYCL device.
+    fn sycl_gpu() -> sycl::Device {
+        vp();
+        let devices = sycl::devices().expect("SYCL devices");
+        devices
+            .into_iter()
+            .find(|d| d.backend == Backend::LevelZero && d.device_type == DeviceType::Gpu)
+            .expect("the virtual GPU is a SYCL Level Zero GPU device")
+    }
+
+    /// The virtual GPU's Level Zero driver, found through the Level Zero layer.
+    fn gpu_driver() -> l0::Driver {
+        for driver in l0::Driver::all().unwrap() {
+            for device in driver.devices().unwrap() {
+                if device.properties().unwrap().device_type == l0::DeviceType::Gpu {
+                    return driver;
+                }
+            }
+        }
+        panic!("no virtual GPU driver");
+    }
+
+    impl Env {
+        /// The CPU plugin's outputs for `inputs`.
+        fn cpu(&self, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
+            let mut r = self.cpu_model.create_infer_request().unwrap();
+            for (i, bytes) in inputs.iter().enumerate() {
+                let d = &self.m.inputs[i];
+                r.set_input_tensor(i, &Tensor::from_bytes(d.element_type, d.shape.clone(), bytes).unwrap()).unwrap();
+            }
+            r.infer().unwrap();
+            (0..self.m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect()
+        }
+
+        fn assert_matches_cpu(&self, what: &str, inputs: &[Vec<u8>], outputs: &[Vec<u8>]) {
+            let want = self.cpu(inputs);
+            assert_eq!(want.len(), outputs.len());
+            for (i, (w, g)) in want.iter().zip(outputs).enumerate() {
+                if let Err(e) = self.m.compare(i, w, g) {
+                    panic!("{what}: {}: NPU output {i} differs from the CPU plugin's: {e}", self.m.name);
+                }
+            }
+            let refs: Vec<&[u8]> = inputs.iter().map(|v| v.as_slice()).collect();
+            let reference = self.m.reference(&refs).unwrap();
+            for (i, (r, w)) in reference.iter().zip(&want).enumerate() {
+                self.m.compare(i, r, w).unwrap();
+            }
+        }
+
+        fn request(&self) -> InferRequest {
+            self.npu_model.create_infer_request().unwrap()
+        }
+    }
+
+    /// A different input: the sample input scaled by -1.
+    fn other_input(m: &ReferenceModel, i: usize) -> Vec<u8> {
+        m.sample_input(i)
+            .chunks_exact(4)
+            .flat_map(|c| (-f32::from_le_bytes(c.try_into().unwrap())).to_le_bytes())
+            .collect()
+    }
+
+    /// The graph-argument counter that proves the NPU ran on imported memory of this strategy.
+    fn graph_arg_counter(kind: StrategyKind) -> Option<&'static str> {
+        match kind {
+            StrategyKind::CardPath | StrategyKind::CpuVa => Some("npu.graph_args.sysmem"),
+            StrategyKind::DmaBuf => Some("npu.graph_args.dma_buf"),
+            StrategyKind::NpuToSycl => None,
+        }
+    }
+
+    /// The copy counters that must not move during an inference.
+    fn copies() -> (u64, u64) {
+        (counter("gpu.bytes_copied"), counter("npu.bytes_copied"))
+    }
+
+    /// multi_io through `s`: inputs written with SYCL, outputs read with SYCL, equal to the CPU
+    /// plugin; no copies during the inferences; a SYCL write after binding is seen without rebinding.
+    fn run_multi_io(e: &Env, s: &Strategy) {
+        let kind = s.kind();
+        let q = s.queue();
+        let (a, b) = (e.m.sample_input(0), e.m.sample_input(1));
+        let mut ta = s.tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+        let mut tb = s.tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+        let tsum = s.tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+        let tprod = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+        assert_eq!(ta.kind(), kind);
+        assert_eq!(ta.is_zero_copy(), kind != StrategyKind::NpuToSycl);
+        assert_eq!(ta.byte_size(), 4096);
+        assert!(Arc::ptr_eq(ta.sycl_context(), s.sycl_context()));
+        ta.write(q, 0, &a).unwrap();
+        tb.write(q, 0, &b).unwrap();
+        if kind.is_zero_copy() {
+            // The NPU's view of the tensor shows what SYCL wrote: the same bytes.
+            assert_eq!(ta.remote_tensor().host_bytes().unwrap().to_vec(), a, "{kind}: SYCL's write seen by the NPU mapping");
+        }
+
+        let mut r = e.request();
+        r.set_input_tensor(0, ta.remote_tensor()).unwrap();
+        r.set_input_tensor(1, tb.remote_tensor()).unwrap();
+        r.set_output_tensor(0, tsum.remote_tensor()).unwrap();
+        r.set_output_tensor(1, tprod.remote_tensor()).unwrap();
+        let graph0 = graph_arg_counter(kind).map(counter);
+        let inferences0 = counter("npu.inferences");
+        let copies0 = copies();
+        r.infer().unwrap();
+        assert_eq!(copies(), copies0, "{kind}: no GPU or NPU copies during the inference");
+        assert_eq!(counter("npu.inferences"), inferences0 + 1, "{kind}: ran on the virtual NPU");
+        if let (Some(name), Some(g0)) = (graph_arg_counter(kind), graph0) {
+            assert_eq!(counter(name), g0 + 4, "{kind}: the graph ran on the shared memory itself ({name})");
+        }
+        let outs = |q: &Queue| vec![tsum.read_to_vec::<u8>(q).unwrap(), tprod.read_to_vec::<u8>(q).unwrap()];
+        e.assert_matches_cpu(kind.as_str(), &[a.clone(), b.clone()], &outs(q));
+
+        // SYCL writes a new input after binding: the next inference sees it without rebinding.
+        let a2 = other_input(&e.m, 0);
+        ta.write(q, 0, &a2).unwrap();
+        let copies1 = copies();
+        r.infer().unwrap();
+        assert_eq!(copies(), copies1, "{kind}: no copies during the second inference");
+        if let (Some(name), Some(g0)) = (graph_arg_counter(kind), graph0) {
+            assert_eq!(counter(name), g0 + 8, "{kind}: still the shared memory, nothing re-imported");
+        }
+        e.assert_matches_cpu(kind.as_str(), &[a2, b.clone()], &outs(q));
+
+        // A partial SYCL write (the first 16 floats) and a typed partial SYCL read.
+        let head: Vec<f32> = (0..16).map(|i| i as f32 * 0.25).collect();
+        ta.write(q, 0, &head).unwrap();
+        r.infer().unwrap();
+        let mut sum_head = [0f32; 16];
+        tsum.read(q, 0, &mut sum_head).unwrap();
+        let b32: Vec<f32> = b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        for i in 0..16 {
+            assert!((sum_head[i] - (head[i] + b32[i])).abs() < 1e-3, "{kind}: sum[{i}] = {} ≠ {}", sum_head[i], head[i] + b32[i]);
+        }
+        // Past the end is a typed error.
+        let e2 = ta.write(q, 4000, &[0u8; 100]).unwrap_err();
+        assert!(matches!(e2.kind(), ErrorKind::Size { needed: 4100, available: 4096 }), "{e2:?}");
+        println!("adapter {}: {kind}: inference equals CPU, no copies during inference, write-after-bind seen", adapter());
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Card path
+    // ---------------------------------------------------------------------------------------------
+
+    #[test]
+    fn card_path_on_the_npu_context_is_unsupported() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let err = CardPath::from_npu(&e.npu).unwrap_err();
+        println!("adapter {}: {err}", adapter());
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "card path" });
+        let msg = err.to_string();
+        for needle in ["GPU device", "NPU", "INVALID_ARGUMENT", "dma-buf", "DmaBuf", "CPU_VA", "CpuVa"] {
+            assert!(msg.contains(needle), "the message explains why and names the working strategies ({needle}): {msg}");
+        }
+        // The same through the general constructor with the NPU's context given explicitly.
+        let err = CardPath::new(e.npu.level_zero_context(), &e.npu).unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "card path" });
+        // A context of its own on the NPU's driver: the same answer.
+        let own = Arc::new(l0::Context::create(e.npu.driver()).unwrap());
+        let err = CardPath::new(&own, &e.npu).unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "card path" });
+        assert!(err.to_string().contains("NPU's driver"), "{err}");
+        assert_eq!(Arc::strong_count(&own), 1, "nothing kept on error");
+        // The NPU's context is untouched.
+        e.npu.level_zero_context().status().unwrap();
+        done("card_path_on_the_npu_context_is_unsupported");
+    }
+
+    #[test]
+    fn cross_driver_make_context_is_an_error() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let npu_l0 = e.npu.level_zero_context().clone();
+        // The forum's snippet: make_context with the NPU plugin's L0_CONTEXT and the iGPU device.
+        for keep_alive in [Some(npu_l0.clone() as Arc<dyn std::any::Any + Send + Sync>), None] {
+            // SAFETY: deliberately breaks the "same driver" rule (that is the point); the handle is
+            // live (the NpuContext and `npu_l0` keep the plugin's context alive) and kept with `keep`,
+            // so nothing destroys it. The shim's probe must turn the mismatch into an error.
+            let r = unsafe { Context::from_level_zero(npu_l0.as_raw(), std::slice::from_ref(&e.gpu), LevelZeroOwnership::Keep { keep_alive }) };
+            let err = r.expect_err("make_context with the NPU's context and a GPU device must fail");
+            println!("adapter {}: {err}", adapter());
+            assert_eq!(err.kind(), &ErrorKind::Sycl, "{err}");
+        }
+        // The safe form refuses before calling the runtime.
+        let err = Context::from_level_zero_context(&npu_l0, std::slice::from_ref(&e.gpu)).unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
+        e.npu.level_zero_context().status().expect("the plugin's context is untouched");
+        // The process is fine: a strategy still works end to end.
+        let s = Strategy::DmaBuf(DmaBuf::new(&e.npu, &e.ctx, &e.gpu).unwrap());
+        run_multi_io(&e, &s);
+        done("cross_driver_make_context_is_an_error");
+    }
+
+    #[test]
+    fn card_path_on_a_gpu_driver_context_runs_to_the_end() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let l0ctx = Arc::new(l0::Context::create(gpu_driver()).expect("zeContextCreate on the GPU's driver"));
+        let card = CardPath::new(&l0ctx, &e.npu).expect("the card path over a context SYCL can wrap");
+        assert_eq!(card.sycl_context().origin(), ContextOrigin::LevelZeroKeep);
+        assert_eq!(card.sycl_context().native().unwrap(), l0ctx.as_raw(), "make_context used our handle");
+        assert!(card.sycl_context().has_keep_alive());
+        assert!(Arc::ptr_eq(card.level_zero_context(), &l0ctx));
+        assert_eq!(card.device().native_driver(), Some(l0ctx.driver().as_raw()));
+        card.probe().expect("card path probe");
+
+        // The memory is malloc_shared in the SYCL context made from our L0 context.
+        let t = card.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+        assert_eq!(card.sycl_context().pointer_kind(t.sycl_ptr().cast()).unwrap(), Some(UsmKind::Shared));
+        assert_eq!(l0ctx.memory_properties(t.sycl_ptr().cast()).unwrap().kind, l0::MemoryKind::Shared);
+        assert_eq!(t.sycl_ptr() as usize % 4096, 0);
+        assert_eq!(t.allocation_len(), 4096);
+        // The NPU imported it as system memory (CPU_VA): the VA it uses is the USM pointer itself.
+        assert_eq!(t.remote_tensor().params().unwrap().mem_handle.cast::<u8>(), t.sycl_ptr());
+        drop(t);
+
+        let sysmem0 = counter("npu.imports.sysmem");
+        run_multi_io(&e, &Strategy::CardPath(card));
+        assert_eq!(counter("npu.imports.sysmem"), sysmem0 + 4, "each shared allocation imported once");
+        // Everything made from the L0 context is gone: only our Arc is left, and the context is alive.
+        assert_eq!(Arc::strong_count(&l0ctx), 1);
+        l0ctx.status().unwrap();
+        done("card_path_on_a_gpu_driver_context_runs_to_the_end");
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // dma-buf, CPU_VA, NPU → SYCL
+    // ---------------------------------------------------------------------------------------------
+
+    #[test]
+    fn dma_buf_matches_cpu_zero_copy() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let fds0 = open_fds();
+        let imports0 = counter("npu.imports.dma_buf");
+        let exports0 = counter("gpu.exports.dma_buf");
+        {
+            let s = DmaBuf::new(&e.npu, &e.ctx, &e.gpu).unwrap();
+            let t = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+            assert_eq!(e.ctx.pointer_kind(t.sycl_ptr().cast()).unwrap(), Some(UsmKind::Device), "SYCL device memory");
+            assert_eq!(t.remote_tensor().params().unwrap().mem_type, Some(npu_sycl_bridge::openvino::MemType::SharedBuf));
+            drop(t);
+            run_multi_io(&e, &Strategy::DmaBuf(s));
+        }
+        assert_eq!(counter("npu.imports.dma_buf"), imports0 + 5, "one import per tensor, none per inference");
+        assert_eq!(counter("gpu.exports.dma_buf"), exports0 + 5, "one export per tensor");
+        assert_eq!(open_fds(), fds0, "each tensor closed its fd once");
+        done("dma_buf_matches_cpu_zero_copy");
+    }
+
+    #[test]
+    fn cpu_va_host_and_shared_usm_match_cpu_zero_copy() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        for usm in [UsmKind::Host, UsmKind::Shared] {
+            let s = CpuVa::new(&e.npu, &e.ctx, &e.gpu, usm).unwrap();
+            assert_eq!(s.usm_kind(), usm);
+            let t = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+            assert_eq!(e.ctx.pointer_kind(t.sycl_ptr().cast()).unwrap(), Some(usm));
+            assert_eq!(t.sycl_ptr() as usize % 4096, 0, "page-aligned");
+            assert_eq!(t.remote_tensor().params().unwrap().mem_handle.cast::<u8>(), t.sycl_ptr(), "the NPU uses the USM VA itself");
+            drop(t);
+            let sysmem0 = counter("npu.imports.sysmem");
+            run_multi_io(&e, &Strategy::CpuVa(s));
+            assert_eq!(counter("npu.imports.sysmem"), sysmem0 + 4, "{usm:?}: one import per tensor");
+            // A tensor whose byte size is not a page multiple cannot be imported: a typed error.
+            let s = CpuVa::new(&e.npu, &e.ctx, &e.gpu, usm).unwrap();
+            let err = s.tensor(ElementType::F32, [1, 1000], TensorType::Input).unwrap_err();
+            assert!(matches!(err.kind(), ErrorKind::Alignment { what: "CPU_VA byte size", required: 4096, actual: 4000 }), "{err}");
+        }
+        let err = CpuVa::new(&e.npu, &e.ctx, &e.gpu, UsmKind::Device).unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
+        done("cpu_va_host_and_shared_usm_match_cpu_zero_copy");
+    }
+
+    #[test]
+    fn npu_to_sycl_copies_and_refuses_zero_copy() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let s = NpuToSycl::new(&e.npu, &e.ctx, &e.gpu).unwrap();
+        // The zero-copy request is a typed error that explains and points elsewhere.
+        let err = s.zero_copy_tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap_err();
+        println!("adapter {}: {err}", adapter());
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: NPU_TO_SYCL_ZERO_COPY });
+        for needle in ["foreign pointer", "kernels", "copy", "DmaBuf", "CpuVa"] {
+            assert!(err.to_string().contains(needle), "{needle}: {err}");
+        }
+        let mut t = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+        assert!(!t.is_zero_copy());
+        assert_eq!(e.ctx.pointer_kind(t.sycl_ptr().cast()).unwrap(), None, "SYCL sees a foreign pointer");
+        let err = t.sycl_mut().unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: NPU_TO_SYCL_ZERO_COPY });
+        // Copies to and from SYCL USM work (SYCL memcpy treats the memory as plain host memory).
+        let q = s.queue();
+        let mut usm = UsmBuffer::new(&e.ctx, &e.gpu, UsmKind::Device, 4096, 64).unwrap();
+        let pattern: Vec<u32> = (0..1024).map(|i| i * 7 + 1).collect();
+        q.write(&mut usm, 0, &pattern).unwrap();
+        t.copy_from(q, &usm, 4096).unwrap();
+        assert_eq!(t.remote_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect::<Vec<_>>(), pattern);
+        q.fill(&mut usm, 0).unwrap();
+        t.copy_to(q, &mut usm, 4096).unwrap();
+        assert_eq!(q.read_to_vec::<u32, _>(&usm).unwrap(), pattern);
+        drop(t);
+
+        run_multi_io(&e, &Strategy::NpuToSycl(s));
+        done("npu_to_sycl_copies_and_refuses_zero_copy");
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Auto
+    // ---------------------------------------------------------------------------------------------
+
+    #[test]
+    fn auto_picks_dma_buf_and_says_why() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let auto = Auto::select(&e.npu, &e.ctx, &e.gpu).expect("some strategy works");
+        let d = auto.decision();
+        println!("adapter {}: {d}", adapter());
+        assert_eq!(Auto::ORDER, [StrategyKind::CardPath, StrategyKind::DmaBuf, StrategyKind::CpuVa, StrategyKind::NpuToSycl]);
+        assert_eq!(d.chosen, StrategyKind::DmaBuf, "{d}");
+        assert_eq!(auto.kind(), StrategyKind::DmaBuf);
+        let kinds: Vec<StrategyKind> = d.attempts.iter().map(|(k, _)| *k).collect();
+        assert_eq!(kinds, Auto::ORDER, "every strategy was tried, in order");
+        assert_eq!(d.error(StrategyKind::CardPath).map(|e| e.kind().clone()), Some(ErrorKind::Unsupported { path: "card path" }));
+        assert_eq!(d.working(), vec![StrategyKind::DmaBuf, StrategyKind::CpuVa, StrategyKind::NpuToSycl]);
+        let text = d.to_string();
+        assert!(text.starts_with("chose dma-buf because card path: "), "{text}");
+        assert!(text.contains("no SYCL platform wraps that driver"), "{text}");
+        assert!(text.contains("dma-buf: works"), "{text}");
+        assert!(text.contains("also working: CPU_VA, NPU→SYCL copy"), "{text}");
+        assert!(Arc::ptr_eq(auto.sycl_context(), &e.ctx));
+        // Auto's strategy runs the model like any other.
+        let (strategy, _decision) = auto.into_parts();
+        run_multi_io(&e, &strategy);
+        done("auto_picks_dma_buf_and_says_why");
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // SyclAccess
+    // ---------------------------------------------------------------------------------------------
+
+    #[test]
+    fn sycl_access_is_sycl_memory_and_excludes_inference() {
+        if !child() {
+            return;
+        }
+        let e = env(models::fully_connected());
+        let din = &e.m.inputs[0];
+        let dout = &e.m.outputs[0];
+        for s in [
+            Strategy::DmaBuf(DmaBuf::new(&e.npu, &e.ctx, &e.gpu).unwrap()),
+            Strategy::CpuVa(CpuVa::new(&e.npu, &e.ctx, &e.gpu, UsmKind::Shared).unwrap()),
+        ] {
+            let kind = s.kind();
+            let q = s.queue();
+            let mut input = s.tensor(din.element_type, din.shape.clone(), TensorType::Input).unwrap();
+            let output = s.tensor(dout.element_type, dout.shape.clone(), TensorType::Output).unwrap();
+            let x = e.m.sample_input(0);
+            // SYCL USM → the shared tensor through Queue::copy and the guard.
+            let mut staging = UsmBuffer::new(&e.ctx, &e.gpu, UsmKind::Device, x.len(), 64).unwrap();
+            q.write(&mut staging, 0, &x).unwrap();
+            let mut r = e.request();
+            r.set_input_tensor(0, input.remote_tensor()).unwrap();
+            r.set_output_tensor(0, output.remote_tensor()).unwrap();
+            {
+                let mut access = input.sycl_mut().unwrap();
+                assert_eq!(access.len(), x.len());
+                assert!(Arc::ptr_eq(access.context(), &e.ctx));
+                q.copy(&staging, &mut access, x.len()).unwrap();
+                // No inference while SYCL has the memory.
+                let err = r.infer().unwrap_err();
+                assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{kind}: {err}");
+                // Queue::read works on the guard too.
+                let mut first = [0u8; 8];
+                q.read(&access, 0, &mut first).unwrap();
+                assert_eq!(&first, &x[..8]);
+            }
+            r.infer().unwrap();
+            e.assert_matches_cpu(kind.as_str(), std::slice::from_ref(&x), &[output.read_to_vec::<u8>(q).unwrap()]);
+            // During an asynchronous inference SYCL access is refused, not raced.
+            r.start_async().unwrap();
+            let err = input.write(q, 0, &x).unwrap_err();
+            assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{kind}: {err}");
+            assert!(input.sycl_mut().is_err());
+            r.wait().unwrap();
+            input.write(q, 0, &x).unwrap();
+            // A queue of another context is refused.
+            let other = Context::new(&e.gpu).unwrap();
+            let oq = Queue::new(&other, &e.gpu).unwrap();
+            let err = input.write(&oq, 0, &x).unwrap_err();
+            assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
+        }
+        done("sycl_access_is_sycl_memory_and_excludes_inference");
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Drop orders
+    // ---------------------------------------------------------------------------------------------
+
+    fn bind_multi_io(r: &mut InferRequest, t: &[&SharedTensor; 4]) {
+        r.set_input_tensor(0, t[0].remote_tensor()).unwrap();
+        r.set_input_tensor(1, t[1].remote_tensor()).unwrap();
+        r.set_output_tensor(0, t[2].remote_tensor()).unwrap();
+        r.set_output_tensor(1, t[3].remote_tensor()).unwrap();
+    }
+
+    fn make_four(s: &Strategy, e: &Env) -> [SharedTensor; 4] {
+        let q = s.queue();
+        let mut ta = s.tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+        let mut tb = s.tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+        ta.write(q, 0, &e.m.sample_input(0)).unwrap();
+        tb.write(q, 0, &e.m.sample_input(1)).unwrap();
+        let ts = s.tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+        let tp = s.tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+        [ta, tb, ts, tp]
+    }
+
+    fn read_outputs(sum: &RemoteTensor, prod: &RemoteTensor) -> Vec<Vec<u8>> {
+        vec![sum.host_bytes().unwrap().to_vec(), prod.host_bytes().unwrap().to_vec()]
+    }
+
+    #[test]
+    fn drops_in_any_order_are_sound() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let samples = e.m.sample_inputs();
+        // Warm up the pools of `e.ctx` (SYCL carves host/device USM from slabs it frees only with
+        // the context) and the request machinery, then take the baseline.
+        for usm in [UsmKind::Host, UsmKind::Shared] {
+            let s = Strategy::CpuVa(CpuVa::new(&e.npu, &e.ctx, &e.gpu, usm).unwrap());
+            let t = make_four(&s, &e);
+            let mut r = e.request();
+            bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
+            r.infer().unwrap();
+        }
+        let gpu_live0 = counter("gpu.live_allocations");
+        let npu_live0 = counter("npu.live_allocations");
+        let fds0 = open_fds();
+
+        // A: the request outlives everything else: shared tensors, strategy, SYCL context clone,
+        // NPU context clone. Only clones of the output remote tensors are kept to read results.
+        for kind in [StrategyKind::DmaBuf, StrategyKind::CpuVa, StrategyKind::NpuToSycl] {
+            let ctx = Context::new(&e.gpu).unwrap();
+            let npu = e.npu.clone();
+            let s = match kind {
+                StrategyKind::DmaBuf => Strategy::DmaBuf(DmaBuf::new(&npu, &ctx, &e.gpu).unwrap()),
+                StrategyKind::CpuVa => Strategy::CpuVa(CpuVa::new(&npu, &ctx, &e.gpu, UsmKind::Host).unwrap()),
+                _ => Strategy::NpuToSycl(NpuToSycl::new(&npu, &ctx, &e.gpu).unwrap()),
+            };
+            let t = make_four(&s, &e);
+            let mut r = e.request();
+            bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
+            let (sum, prod) = (t[2].remote_tensor().clone(), t[3].remote_tensor().clone());
+            drop(t);
+            drop(s);
+            drop(ctx);
+            drop(npu);
+            r.infer().unwrap();
+            e.assert_matches_cpu(&format!("A {kind}"), &samples, &read_outputs(&sum, &prod));
+            drop(r); // then the output clones, last
+            drop((sum, prod));
+        }
+
+        // B: the request first, then the SYCL context, then the strategy, then the tensors; the
+        // tensors still work through a new queue of their (kept) SYCL context.
+        {
+            let ctx = Context::new(&e.gpu).unwrap();
+            let s = Strategy::DmaBuf(DmaBuf::new(&e.npu, &ctx, &e.gpu).unwrap());
+            let mut t = make_four(&s, &e);
+            let mut r = e.request();
+            bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
+            r.infer().unwrap();
+            drop(r);
+            drop(ctx);
+            drop(s);
+            let q = Queue::new(t[0].sycl_context(), &e.gpu).unwrap();
+            t[0].write(&q, 0, &other_input(&e.m, 0)).unwrap();
+            let mut r = e.request();
+            bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
+            r.infer().unwrap();
+            let outs = vec![t[2].read_to_vec::<u8>(&q).unwrap(), t[3].read_to_vec::<u8>(&q).unwrap()];
+            e.assert_matches_cpu("B", &[other_input(&e.m, 0), samples[1].clone()], &outs);
+            // Tensors before their queue, and the request after both.
+            drop(t);
+            drop(q);
+            drop(r);
+        }
+
+        // C: card path over a GPU-driver L0 context: our Arc and the CardPath go first; the shared
+        // tensors keep the SYCL context, which keeps the L0 context; the request goes last.
+        {
+            let l0ctx = Arc::new(l0::Context::create(gpu_driver()).unwrap());
+            let weak = Arc::downgrade(&l0ctx);
+            let card = CardPath::new(&l0ctx, &e.npu).unwrap();
+            let s = Strategy::CardPath(card);
+            let t = make_four(&s, &e);
+            let mut r = e.request();
+            bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
+            drop(l0ctx);
+            drop(s);
+            assert!(weak.upgrade().is_some(), "the shared tensors keep the L0 context alive");
+            let (sum, prod) = (t[2].remote_tensor().clone(), t[3].remote_tensor().clone());
+            drop(t);
+            r.infer().unwrap();
+            assert!(weak.upgrade().is_some(), "the request keeps the L0 context alive");
+            e.assert_matches_cpu("C card path", &samples, &read_outputs(&sum, &prod));
+            drop((sum, prod));
+            drop(r);
+            assert!(weak.upgrade().is_none(), "the L0 context was destroyed once nothing used it");
+        }
+
+        // D: a Core of its own: Core, compiled model and NPU context dropped first; the strategy,
+        // then the request, then the tensors.
+        {
+            let core = Core::new().unwrap();
+            let own = env_with(&core, models::multi_io());
+            let s = Strategy::CpuVa(CpuVa::new(&own.npu, &own.ctx, &own.gpu, UsmKind::Shared).unwrap());
+            let t = make_four(&s, &e);
+            let mut r = own.request();
+            bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
+            let Env { npu_model, cpu_model, npu, ctx, .. } = own;
+            drop((npu_model, cpu_model, npu, ctx));
+            drop(core);
+            r.infer().unwrap();
+            drop(s);
+            e.assert_matches_cpu("D", &samples, &read_outputs(t[2].remote_tensor(), t[3].remote_tensor()));
+            drop(r);
+            drop(t);
+        }
+
+        // E: dropped while an asynchronous inference runs: the tensors, then the request (which
+        // waits in Drop), with the strategy gone before both.
+        {
+            let s = Strategy::DmaBuf(DmaBuf::new(&e.npu, &e.ctx, &e.gpu).unwrap());
+            let t = make_four(&s, &e);
+            let mut r = e.request();
+            bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
+            drop(s);
+            r.start_async().unwrap();
+            drop(t);
+            drop(r);
+        }
+
+        // F: rebinding: the replaced tensor is dropped by us at once; the request keeps it until
+        // the next inference finished.
+        {
+            let s = Strategy::CpuVa(CpuVa::new(&e.npu, &e.ctx, &e.gpu, UsmKind::Host).unwrap());
+            let t = make_four(&s, &e);
+            let mut r = e.request();
+            bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
+            r.infer().unwrap();
+            let [ta, tb, ts, tp] = t;
+            let mut ta2 = s.tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+            ta2.write(s.queue(), 0, &other_input(&e.m, 0)).unwrap();
+            r.set_input_tensor(0, ta2.remote_tensor()).unwrap();
+            drop(ta);
+            drop(ta2);
+            drop(s);
+            r.infer().unwrap();
+            e.assert_matches_cpu("F", &[other_input(&e.m, 0), samples[1].clone()], &read_outputs(ts.remote_tensor(), tp.remote_tensor()));
+            drop((tb, ts, tp));
+            drop(r);
+        }
+
+        assert!(e.ctx.take_deferred_errors().is_empty(), "no errors in Drop");
+        assert_eq!(counter("gpu.live_allocations"), gpu_live0, "every SYCL allocation was freed");
+        assert_eq!(counter("npu.live_allocations"), npu_live0, "every NPU import and allocation was released");
+        assert_eq!(open_fds(), fds0, "every dma-buf fd was closed");
+        done("drops_in_any_order_are_sound");
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // 1,000 cycles
+    // ---------------------------------------------------------------------------------------------
+
+    #[test]
+    fn thousand_cycles_leak_nothing() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let samples = e.m.sample_inputs();
+        let want = e.cpu(&samples);
+        let l0ctx = Arc::new(l0::Context::create(gpu_driver()).unwrap());
+        let strategies = [
+            Strategy::CardPath(CardPath::new(&l0ctx, &e.npu).unwrap()),
+            Strategy::DmaBuf(DmaBuf::new(&e.npu, &e.ctx, &e.gpu).unwrap()),
+            Strategy::CpuVa(CpuVa::new(&e.npu, &e.ctx, &e.gpu, UsmKind::Host).unwrap()),
+            Strategy::CpuVa(CpuVa::new(&e.npu, &e.ctx, &e.gpu, UsmKind::Shared).unwrap()),
+            Strategy::NpuToSycl(NpuToSycl::new(&e.npu, &e.ctx, &e.gpu).unwrap()),
+        ];
+        let mut request = e.request();
+        let cycle = |i: usize, request: &mut InferRequest| {
+            let pick = |port: usize| &strategies[(i + port) % strategies.len()];
+            let mut ta = pick(0).tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+            let mut tb = pick(1).tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+            let ts = pick(2).tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+            let tp = pick(3).tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+            ta.write(pick(0).queue(), 0, &samples[0]).unwrap();
+            tb.write(pick(1).queue(), 0, &samples[1]).unwrap();
+            bind_multi_io(request, &[&ta, &tb, &ts, &tp]);
+            request.infer().unwrap();
+            if i % 50 == 0 {
+                assert_eq!(ts.read_to_vec::<u8>(pick(2).queue()).unwrap(), want[0], "cycle {i}");
+                assert_eq!(tp.read_to_vec::<u8>(pick(3).queue()).unwrap(), want[1], "cycle {i}");
+            }
+        };
+        // Warm up (SYCL pools, the request's command list), then measure.
+        for i in 0..strategies.len() * 2 {
+            cycle(i, &mut request);
+        }
+        // Rebinding keeps the last tensors until the next inference: measure with a fresh request.
+        drop(request);
+        let mut request = e.request();
+        cycle(0, &mut request);
+        drop(request);
+        let fds0 = open_fds();
+        let gpu_live0 = counter("gpu.live_allocations");
+        let npu_live0 = counter("npu.live_allocations");
+        let inferences0 = counter("npu.inferences");
+        let mut request = e.request();
+        for i in 0..1000 {
+            if i % 250 == 0 {
+                request = e.request();
+            }
+            cycle(i, &mut request);
+        }
+        drop(request);
+        assert_eq!(counter("npu.inferences"), inferences0 + 1000);
+        assert_eq!(open_fds(), fds0, "open fds are where they started");
+        assert_eq!(counter("gpu.live_allocations"), gpu_live0, "GPU (SYCL) allocations are where they started");
+        assert_eq!(counter("npu.live_allocations"), npu_live0, "NPU allocations and imports are where they started");
+        drop(strategies);
+        assert_eq!(Arc::strong_count(&l0ctx), 1);
+        assert!(e.ctx.take_deferred_errors().is_empty());
+        println!(
+            "adapter {}: 1,000 cycles: fds {fds0}, gpu.live_allocations {gpu_live0}, npu.live_allocations {npu_live0}",
+            adapter()
+        );
+        done("thousand_cycles_leak_nothing");
+    }
+}
