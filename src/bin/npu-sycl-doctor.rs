@@ -1,4 +1,1057 @@
-//! `npu-sycl-doctor` (being written).
-fn main() -> anyhow::Result<()> {
-    Ok(())
+//! `npu-sycl-doctor`: what works on this machine, tried rather than guessed.
+//!
+//! ```text
+//! cargo run --features sycl --bin npu-sycl-doctor [-- --json] [-- --virtual]
+//! ```
+//!
+//! It reports
+//! - the Level Zero loader in use (path, component versions from `zelLoaderGetVersions`, virtual or not);
+//! - every Level Zero driver (uuid, driver version, API version, extensions) with its devices, and
+//!   whether SYCL lists it as a platform;
+//! - OpenVINO's version and devices, and the NPU's capabilities as its driver reports them;
+//! - the SYCL platforms and devices;
+//! - every SYCL ⇄ NPU sharing strategy of `npu_sycl_bridge::strategy`, each **run end to end** on a
+//!   small model (`models::fully_connected`): create the strategy and its shared tensors, write the
+//!   input through SYCL, bind, infer on the NPU, read the output through SYCL, compare with
+//!   OpenVINO's CPU plugin; on the virtual platform the copy counters say whether it was zero-copy;
+//! - what `Auto` chooses, with its decision report.
+//!
+//! The platform is chosen like the `forum_port` example does
+//! (`npu_sycl_bridge::virtual_platform::select`): the real NPU when `/dev/accel/accel*` exists and a
+//! system `libze_loader.so.1` opens, otherwise the virtual platform, which the report says first.
+//! `--virtual` forces the virtual platform.
+//!
+//! `--json` prints one JSON object instead of the table (same facts, same words for the statuses).
+//!
+//! The binary needs feature `sycl` (`[[bin]] required-features`): without SYCL there is no strategy
+//! to try, and a doctor that cannot try them would only be guessing.
+//!
+//! Exit status: 0 when at least one strategy works end to end, 1 when none does (or the platform
+//! cannot be set up), 2 for a bad command line.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use npu_sycl_bridge::level_zero::{self, sys, DeviceType, Driver, INTEL_NPU_DRIVER_UUID};
+use npu_sycl_bridge::models::{self, ReferenceModel};
+use npu_sycl_bridge::npu::NpuContext;
+use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
+use npu_sycl_bridge::strategy::{Auto, CardPath, CpuVa, DmaBuf, NpuToSycl, Strategy, StrategyKind};
+use npu_sycl_bridge::sycl::{self, Platform, UsmKind};
+use npu_sycl_bridge::virtual_platform::{self, Selection, VirtualPlatform};
+use npu_sycl_bridge::{Error, ErrorKind};
+
+// ---- a small JSON writer (keeps the binary free of serde) --------------------------------------
+
+/// A JSON value.
+enum Json {
+    Null,
+    Bool(bool),
+    Num(u64),
+    Str(String),
+    Arr(Vec<Json>),
+    Obj(Vec<(&'static str, Json)>),
+}
+
+impl Json {
+    fn str(s: impl Into<String>) -> Json {
+        Json::Str(s.into())
+    }
+
+    fn opt_str(s: Option<impl Into<String>>) -> Json {
+        s.map(|s| Json::Str(s.into())).unwrap_or(Json::Null)
+    }
+
+    fn write(&self, out: &mut String, indent: usize) {
+        let pad = |n: usize| "  ".repeat(n);
+        match self {
+            Json::Null => out.push_str("null"),
+            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Json::Num(n) => {
+                let _ = write!(out, "{n}");
+            }
+            Json::Str(s) => escape(s, out),
+            Json::Arr(items) if items.is_empty() => out.push_str("[]"),
+            Json::Arr(items) => {
+                out.push_str("[\n");
+                for (i, v) in items.iter().enumerate() {
+                    out.push_str(&pad(indent + 1));
+                    v.write(out, indent + 1);
+                    out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+                }
+                out.push_str(&pad(indent));
+                out.push(']');
+            }
+            Json::Obj(fields) if fields.is_empty() => out.push_str("{}"),
+            Json::Obj(fields) => {
+                out.push_str("{\n");
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    out.push_str(&pad(indent + 1));
+                    escape(k, out);
+                    out.push_str(": ");
+                    v.write(out, indent + 1);
+                    out.push_str(if i + 1 < fields.len() { ",\n" } else { "\n" });
+                }
+                out.push_str(&pad(indent));
+                out.push('}');
+            }
+        }
+    }
+}
+
+fn escape(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+// ---- what is found ----------------------------------------------------------------------------
+
+struct PlatformChoice {
+    is_virtual: bool,
+    reason: String,
+    accel: Vec<String>,
+}
+
+struct ComponentVersion {
+    component: String,
+    spec: String,
+    version: String,
+}
+
+struct LoaderInfo {
+    path: String,
+    is_virtual: bool,
+    versions: Result<Vec<ComponentVersion>, String>,
+}
+
+struct DeviceInfo {
+    kind: &'static str,
+    name: String,
+    vendor_id: u32,
+    device_id: u32,
+}
+
+struct DriverInfo {
+    index: usize,
+    uuid: String,
+    is_intel_npu_driver: bool,
+    driver_version: u32,
+    api_version: String,
+    extensions: Vec<(String, u32)>,
+    devices: Vec<DeviceInfo>,
+    /// The SYCL platform wrapping this driver: `Ok(Some((index, name)))`, `Ok(None)` = not a SYCL platform.
+    sycl_platform: Result<Option<(usize, String)>, String>,
+}
+
+impl DriverInfo {
+    /// "GPU", "NPU", "GPU+NPU" or "-" from the device types.
+    fn kind(&self) -> String {
+        let mut kinds: Vec<&str> = self.devices.iter().map(|d| d.kind).collect();
+        kinds.dedup();
+        if kinds.is_empty() {
+            "-".into()
+        } else {
+            kinds.join("+")
+        }
+    }
+}
+
+struct OpenVinoInfo {
+    version: Result<String, String>,
+    devices: Result<Vec<String>, String>,
+    npu_name: Option<String>,
+}
+
+struct NpuInfo {
+    device_name: String,
+    driver_version: u32,
+    api_version: String,
+    fd_import: bool,
+    sysmem_import: bool,
+    mutable_command_lists: bool,
+}
+
+struct SyclPlatformInfo {
+    index: usize,
+    backend: String,
+    name: String,
+    version: String,
+    devices: Vec<(String, String)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Works,
+    Unsupported,
+    Failed,
+    NotRun,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Works => "works",
+            Status::Unsupported => "unsupported",
+            Status::Failed => "failed",
+            Status::NotRun => "not run",
+        }
+    }
+}
+
+struct StrategyRow {
+    kind: StrategyKind,
+    /// What the row tried, e.g. "the NPU plugin's context", "host USM".
+    variant: &'static str,
+    status: Status,
+    /// `Some(true)` measured zero-copy, `Some(false)` copies, `None` not known (not run / failed).
+    zero_copy: Option<bool>,
+    /// The reason (for unsupported / failed) or the evidence (for works).
+    detail: String,
+}
+
+struct AutoInfo {
+    chosen: Result<StrategyKind, String>,
+    report: String,
+}
+
+struct Report {
+    platform: PlatformChoice,
+    loader: LoaderInfo,
+    drivers: Result<Vec<DriverInfo>, String>,
+    openvino: OpenVinoInfo,
+    npu: Result<NpuInfo, String>,
+    sycl: Result<Vec<SyclPlatformInfo>, String>,
+    model: String,
+    strategies: Vec<StrategyRow>,
+    auto: Option<AutoInfo>,
+}
+
+impl Report {
+    fn working(&self) -> Vec<&StrategyRow> {
+        self.strategies.iter().filter(|r| r.status == Status::Works).collect()
+    }
+}
+
+// ---- gathering ---------------------------------------------------------------------------------
+
+fn uuid(u: &[u8; 16]) -> String {
+    let h: Vec<String> = u.iter().map(|b| format!("{b:02x}")).collect();
+    let h = h.concat();
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+fn version3(v: sys::zel_version_t) -> String {
+    format!("{}.{}.{}", v.major, v.minor, v.patch)
+}
+
+fn api_version(v: sys::ze_api_version_t) -> String {
+    format!("{}.{}", sys::ze_major_version(v), sys::ze_minor_version(v))
+}
+
+/// `zelLoaderGetVersions`: the loader's components and their versions.
+fn loader_versions() -> Result<Vec<ComponentVersion>, String> {
+    let api = sys::loader::api()?;
+    if api.zelLoaderGetVersions.is_err() {
+        return Err("the loader does not export zelLoaderGetVersions".into());
+    }
+    let mut n = 0usize;
+    // SAFETY: a count query: a valid count pointer and a null array.
+    let r = unsafe { api.zelLoaderGetVersions(&mut n, std::ptr::null_mut()) };
+    if r != sys::ZE_RESULT_SUCCESS {
+        return Err(format!("zelLoaderGetVersions: {:#x} {}", r, level_zero::result_name(r)));
+    }
+    // SAFETY: zel_component_version_t is plain data (a char array and integers).
+    let mut list: Vec<sys::zel_component_version_t> = vec![unsafe { std::mem::zeroed() }; n];
+    // SAFETY: `list` has room for `n` entries.
+    let r = unsafe { api.zelLoaderGetVersions(&mut n, list.as_mut_ptr()) };
+    if r != sys::ZE_RESULT_SUCCESS {
+        return Err(format!("zelLoaderGetVersions: {:#x} {}", r, level_zero::result_name(r)));
+    }
+    list.truncate(n);
+    Ok(list
+        .iter()
+        .map(|c| {
+            let bytes: Vec<u8> =
+                c.component_name.iter().take_while(|&&b| b != 0).map(|&b| b as u8).collect();
+            ComponentVersion {
+                component: String::from_utf8_lossy(&bytes).into_owned(),
+                spec: api_version(c.spec_version),
+                version: version3(c.component_lib_version),
+            }
+        })
+        .collect())
+}
+
+fn device_kind(t: DeviceType) -> &'static str {
+    match t {
+        DeviceType::Gpu => "GPU",
+        DeviceType::Vpu => "NPU",
+        DeviceType::Cpu => "CPU",
+        DeviceType::Fpga => "FPGA",
+        DeviceType::Mca => "MCA",
+        _ => "other",
+    }
+}
+
+fn drivers() -> Result<Vec<DriverInfo>, Error> {
+    let mut out = Vec::new();
+    for (index, d) in Driver::all()?.into_iter().enumerate() {
+        let props = d.properties()?;
+        let mut devices = Vec::new();
+        for dev in d.devices()? {
+            let p = dev.properties()?;
+            devices.push(DeviceInfo { kind: device_kind(p.device_type), name: p.name, vendor_id: p.vendor_id, device_id: p.device_id });
+        }
+        let sycl_platform = Platform::find_by_native_driver(d.as_raw())
+            .map(|p| p.map(|p| (p.index, p.name)))
+            .map_err(|e| e.to_string());
+        out.push(DriverInfo {
+            index,
+            uuid: uuid(&props.uuid),
+            is_intel_npu_driver: props.uuid == INTEL_NPU_DRIVER_UUID,
+            driver_version: props.driver_version,
+            api_version: d.api_version()?.to_string(),
+            extensions: d.extensions()?.into_iter().map(|e| (e.name, e.version)).collect(),
+            devices,
+            sycl_platform,
+        });
+    }
+    Ok(out)
+}
+
+fn sycl_platforms() -> Result<Vec<SyclPlatformInfo>, Error> {
+    let mut out = Vec::new();
+    for p in sycl::platforms()? {
+        let devices = p.devices()?.into_iter().map(|d| (format!("{:?}", d.device_type), d.name)).collect();
+        out.push(SyclPlatformInfo {
+            index: p.index,
+            backend: format!("{:?}", p.backend),
+            name: p.name,
+            version: p.version,
+            devices,
+        });
+    }
+    Ok(out)
+}
+
+/// The same model on OpenVINO's CPU plugin, computing in f32.
+fn cpu_outputs(core: &Core, m: &ReferenceModel) -> Result<Vec<Vec<u8>>, Error> {
+    let model = core.read_model_from_memory(&m.xml, &m.weights)?;
+    let cpu = core.compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32"))?;
+    let mut r = cpu.create_infer_request()?;
+    let inputs: Vec<Tensor> = m
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Tensor::from_bytes(d.element_type, d.shape.clone(), &m.sample_input(i)))
+        .collect::<Result<_, _>>()?;
+    for (i, t) in inputs.iter().enumerate() {
+        r.set_input_tensor(i, t)?;
+    }
+    r.infer()?;
+    (0..m.outputs.len()).map(|i| Ok(r.output_tensor(i)?.bytes()?.to_vec())).collect()
+}
+
+/// Everything a strategy run needs.
+struct Bench<'a> {
+    npu: &'a NpuContext,
+    compiled: &'a CompiledModel,
+    context: &'a Arc<sycl::Context>,
+    gpu: &'a sycl::Device,
+    m: &'a ReferenceModel,
+    cpu: &'a [Vec<u8>],
+    vp: Option<&'static VirtualPlatform>,
+}
+
+const COUNTERS: [&str; 5] =
+    ["gpu.bytes_copied", "npu.bytes_copied", "npu.inferences", "npu.graph_args.dma_buf", "npu.graph_args.sysmem"];
+
+fn classify(e: &Error) -> Status {
+    match e.kind() {
+        ErrorKind::Unsupported { .. } => Status::Unsupported,
+        _ => Status::Failed,
+    }
+}
+
+impl Bench<'_> {
+    fn build(&self, kind: StrategyKind, usm: UsmKind) -> Result<Strategy, Error> {
+        Ok(match kind {
+            StrategyKind::CardPath => Strategy::CardPath(CardPath::from_npu(self.npu)?),
+            StrategyKind::DmaBuf => Strategy::DmaBuf(DmaBuf::new(self.npu, self.context, self.gpu)?),
+            StrategyKind::CpuVa => Strategy::CpuVa(CpuVa::new(self.npu, self.context, self.gpu, usm)?),
+            StrategyKind::NpuToSycl => Strategy::NpuToSycl(NpuToSycl::new(self.npu, self.context, self.gpu)?),
+        })
+    }
+
+    /// Creates the strategy, its tensors, writes through SYCL, binds, infers, reads through SYCL and
+    /// compares with the CPU plugin.
+    fn run(&self, kind: StrategyKind, variant: &'static str, usm: UsmKind) -> StrategyRow {
+        let row = |status, zero_copy, detail: String| StrategyRow { kind, variant, status, zero_copy, detail };
+        let strategy = match self.build(kind, usm) {
+            Ok(s) => s,
+            Err(e) => return row(classify(&e), None, e.to_string()),
+        };
+        match self.infer(&strategy) {
+            Ok((zero_copy, evidence)) => row(Status::Works, Some(zero_copy), evidence),
+            Err(e) => row(classify(&e), None, e.to_string()),
+        }
+    }
+
+    fn infer(&self, strategy: &Strategy) -> Result<(bool, String), Error> {
+        let m = self.m;
+        let kind = strategy.kind();
+        let mut inputs = Vec::new();
+        for (i, d) in m.inputs.iter().enumerate() {
+            let mut t = strategy.tensor(d.element_type, d.shape.clone(), TensorType::Input)?;
+            t.write(strategy.queue(), 0, &m.sample_input(i))?;
+            inputs.push(t);
+        }
+        let outputs = m
+            .outputs
+            .iter()
+            .map(|d| strategy.tensor(d.element_type, d.shape.clone(), TensorType::Output))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut request = self.compiled.create_infer_request()?;
+        let before = self.vp.map(|vp| COUNTERS.map(|n| vp.counter(n)));
+        for (i, t) in inputs.iter().enumerate() {
+            request.set_input_tensor(i, t.remote_tensor())?;
+        }
+        for (i, t) in outputs.iter().enumerate() {
+            request.set_output_tensor(i, t.remote_tensor())?;
+        }
+        request.infer()?;
+        let delta = self.vp.zip(before).map(|(vp, b)| {
+            let mut d = [0u64; 5];
+            for (i, n) in COUNTERS.iter().enumerate() {
+                d[i] = vp.counter(n) - b[i];
+            }
+            d
+        });
+        for (i, t) in outputs.iter().enumerate() {
+            let got: Vec<u8> = t.read_to_vec(strategy.queue())?;
+            m.compare(i, &self.cpu[i], &got).map_err(|e| {
+                Error::new(ErrorKind::InvalidArgument, format!("the NPU's output differs from the CPU plugin's: {e}"))
+            })?;
+        }
+        let bound = (inputs.len() + outputs.len()) as u64;
+        let matches = format!(
+            "output == CPU plugin ({} output(s), {} values, atol {}, rtol {})",
+            m.outputs.len(),
+            m.outputs.iter().map(|d| d.shape.element_count()).sum::<usize>(),
+            m.atol,
+            m.rtol
+        );
+        match delta {
+            Some([gpu_copied, npu_copied, inferences, args_dma_buf, args_sysmem]) => {
+                let imported = args_dma_buf + args_sysmem;
+                let zero_copy = kind.is_zero_copy()
+                    && gpu_copied == 0
+                    && npu_copied == 0
+                    && inferences == 1
+                    && imported == bound;
+                let how = if kind.is_zero_copy() {
+                    format!("{imported} of {bound} graph arguments were SYCL's own pages")
+                } else {
+                    "the graph ran on the plugin's memory; SYCL reaches it by memcpy".to_string()
+                };
+                Ok((
+                    zero_copy,
+                    format!(
+                        "{matches}; during bind+infer: gpu.bytes_copied +{gpu_copied}, npu.bytes_copied +{npu_copied}, \
+                         npu.graph_args.dma_buf +{args_dma_buf}, npu.graph_args.sysmem +{args_sysmem}: {how}"
+                    ),
+                ))
+            }
+            None => {
+                // Real hardware: no counters; check the import path the plugin reports.
+                let mut all_same = true;
+                let mut types = Vec::new();
+                for t in inputs.iter().chain(&outputs) {
+                    let p = t.remote_tensor().params()?;
+                    types.push(p.mem_type.map(|m| m.as_str()).unwrap_or("?"));
+                    all_same &= p.mem_handle == t.sycl_ptr().cast();
+                }
+                types.dedup();
+                let zero_copy = kind.is_zero_copy();
+                let evidence = match kind {
+                    StrategyKind::DmaBuf => "the NPU driver imported SYCL's dma-bufs".to_string(),
+                    StrategyKind::NpuToSycl => "SYCL reaches the plugin's memory by memcpy".to_string(),
+                    _ => format!("MEM_HANDLE {} the SYCL pointers", if all_same { "==" } else { "!=" }),
+                };
+                Ok((zero_copy && (all_same || kind == StrategyKind::DmaBuf), format!("{matches}; MEM_TYPE {}: {evidence}", types.join("/"))))
+            }
+        }
+    }
+}
+
+fn gather(force_virtual: bool) -> Result<Report> {
+    let selection = virtual_platform::select(force_virtual).context("setting up the Level Zero platform")?;
+    let platform = match &selection {
+        Selection::Virtual { reason, .. } => {
+            PlatformChoice { is_virtual: true, reason: reason.clone(), accel: Vec::new() }
+        }
+        Selection::Real { accel, .. } => PlatformChoice {
+            is_virtual: false,
+            reason: format!("an Intel NPU is present ({})", accel[0].display()),
+            accel: accel.iter().map(|p| p.display().to_string()).collect(),
+        },
+    };
+    let loader = LoaderInfo {
+        path: match &selection {
+            Selection::Virtual { platform, .. } => platform.path().display().to_string(),
+            Selection::Real { loader, .. } => loader.display().to_string(),
+        },
+        is_virtual: selection.is_virtual(),
+        versions: loader_versions(),
+    };
+    let vp = selection.virtual_platform();
+
+    let drivers = drivers().map_err(|e| e.to_string());
+    let sycl = sycl_platforms().map_err(|e| e.to_string());
+
+    let core = Core::new();
+    let openvino = OpenVinoInfo {
+        version: Core::version().map_err(|e| e.to_string()),
+        devices: match &core {
+            Ok(c) => c.available_devices().map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        },
+        npu_name: core.as_ref().ok().and_then(|c| c.property("NPU", "FULL_DEVICE_NAME").ok()),
+    };
+
+    let m = models::fully_connected();
+    let mut strategies = Vec::new();
+    let mut auto = None;
+    let npu_info;
+    let rows: [(StrategyKind, &'static str, UsmKind); 5] = [
+        (StrategyKind::CardPath, "the NPU plugin's L0 context", UsmKind::Shared),
+        (StrategyKind::DmaBuf, "exportable device memory", UsmKind::Device),
+        (StrategyKind::CpuVa, "host USM", UsmKind::Host),
+        (StrategyKind::CpuVa, "shared USM", UsmKind::Shared),
+        (StrategyKind::NpuToSycl, "L0 host tensor + memcpy", UsmKind::Host),
+    ];
+    let setup = || -> Result<(Core, CompiledModel, NpuContext, Vec<Vec<u8>>, sycl::Device, Arc<sycl::Context>), Error> {
+        let core = Core::new()?;
+        let model = core.read_model_from_memory(&m.xml, &m.weights)?;
+        let compiled = core
+            .compile_model(&model, "NPU", &Properties::new())
+            .map_err(|e| e.context(format!("compiling {} for the NPU", m.name)))?;
+        let npu = NpuContext::from_compiled_model(&compiled)?;
+        let cpu = cpu_outputs(&core, &m).map_err(|e| e.context("the CPU plugin's reference"))?;
+        let gpu = sycl::devices()?
+            .into_iter()
+            .find(|d| d.is_level_zero() && d.device_type == sycl::DeviceType::Gpu)
+            .ok_or_else(|| {
+                Error::unsupported("SYCL", "no Level Zero GPU is a SYCL device here; every strategy needs one")
+            })?;
+        let context = sycl::Context::new(&gpu)?;
+        Ok((core, compiled, npu, cpu, gpu, context))
+    };
+    match setup() {
+        Ok((_core, compiled, npu, cpu, gpu, context)) => {
+            let c = npu.capabilities();
+            npu_info = Ok(NpuInfo {
+                device_name: c.device_name.clone(),
+                driver_version: c.driver_version,
+                api_version: c.api_version.to_string(),
+                fd_import: c.fd_import,
+                sysmem_import: c.sysmem_import,
+                mutable_command_lists: c.mutable_command_lists,
+            });
+            let bench = Bench { npu: &npu, compiled: &compiled, context: &context, gpu: &gpu, m: &m, cpu: &cpu, vp };
+            for (kind, variant, usm) in rows {
+                strategies.push(bench.run(kind, variant, usm));
+            }
+            auto = Some(match Auto::select(&npu, &context, &gpu) {
+                Ok(a) => AutoInfo { chosen: Ok(a.kind()), report: a.decision().to_string() },
+                Err(e) => AutoInfo { chosen: Err(e.to_string()), report: e.to_string() },
+            });
+        }
+        Err(e) => {
+            npu_info = Err(e.to_string());
+            for (kind, variant, _) in rows {
+                strategies.push(StrategyRow {
+                    kind,
+                    variant,
+                    status: Status::NotRun,
+                    zero_copy: None,
+                    detail: format!("not run: {e}"),
+                });
+            }
+        }
+    }
+    Ok(Report {
+        platform,
+        loader,
+        drivers,
+        openvino,
+        npu: npu_info,
+        sycl,
+        model: format!(
+            "{} ({} {} -> {} {})",
+            m.name, m.inputs[0].element_type, m.inputs[0].shape, m.outputs[0].element_type, m.outputs[0].shape
+        ),
+        strategies,
+        auto,
+    })
+}
+
+// ---- the table -----------------------------------------------------------------------------------
+
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            let _ = writeln!(out, "{indent}{line}");
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        let _ = writeln!(out, "{indent}{line}");
+    }
+    out
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn table(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "npu-sycl-doctor: what works on this machine (tried, not guessed)");
+    let _ = writeln!(o);
+    if r.platform.is_virtual {
+        let _ = writeln!(o, "PLATFORM: VIRTUAL Level Zero platform ({})", r.platform.reason);
+        let _ = writeln!(o, "          a virtual Intel GPU + NPU under the real OpenVINO NPU plugin and DPC++ runtime");
+    } else {
+        let _ = writeln!(o, "PLATFORM: REAL ({}; accel nodes: {})", r.platform.reason, r.platform.accel.join(", "));
+    }
+
+    let _ = writeln!(o);
+    let _ = writeln!(o, "LEVEL ZERO LOADER");
+    let _ = writeln!(o, "  path     {}", r.loader.path);
+    let _ = writeln!(o, "  virtual  {}", yes(r.loader.is_virtual));
+    match &r.loader.versions {
+        Ok(v) => {
+            for c in v {
+                let _ = writeln!(o, "  version  {} {} (API {})", c.component, c.version, c.spec);
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(o, "  version  unknown: {e}");
+        }
+    }
+
+    let _ = writeln!(o);
+    let _ = writeln!(o, "LEVEL ZERO DRIVERS");
+    match &r.drivers {
+        Err(e) => {
+            let _ = writeln!(o, "  error: {e}");
+        }
+        Ok(ds) if ds.is_empty() => {
+            let _ = writeln!(o, "  none");
+        }
+        Ok(ds) => {
+            let _ = writeln!(
+                o,
+                "  {:<3} {:<8} {:<37} {:<11} {:<5} {:<22} devices",
+                "#", "kind", "uuid", "version", "API", "SYCL platform"
+            );
+            for d in ds {
+                let sycl = match &d.sycl_platform {
+                    Ok(Some((i, _))) => format!("yes (platform {i})"),
+                    Ok(None) => "no".to_string(),
+                    Err(e) => format!("error: {e}"),
+                };
+                let devs: Vec<String> = d.devices.iter().map(|x| format!("{} {:?}", x.kind, x.name)).collect();
+                let _ = writeln!(
+                    o,
+                    "  {:<3} {:<8} {:<37} {:<11} {:<5} {:<22} {}",
+                    d.index,
+                    d.kind(),
+                    d.uuid,
+                    format!("{:#x}", d.driver_version),
+                    d.api_version,
+                    sycl,
+                    devs.join(", ")
+                );
+            }
+            for d in ds {
+                let ext: Vec<String> = d
+                    .extensions
+                    .iter()
+                    .map(|(n, v)| format!("{n} {}.{}", sys::ze_major_version(*v), sys::ze_minor_version(*v)))
+                    .collect();
+                let what = if d.is_intel_npu_driver { ", Intel NPU driver uuid" } else { "" };
+                if ext.is_empty() {
+                    let _ = writeln!(o, "  driver {} extensions: none{what}", d.index);
+                } else {
+                    let _ = writeln!(o, "  driver {} extensions ({}{what}):", d.index, ext.len());
+                    o.push_str(&wrap(&ext.join(", "), 100, "    "));
+                }
+            }
+            let hidden: Vec<String> = ds
+                .iter()
+                .filter(|d| matches!(d.sycl_platform, Ok(None)))
+                .map(|d| format!("driver {} ({})", d.index, d.kind()))
+                .collect();
+            if !hidden.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "  not a SYCL platform: {} — DPC++ makes platforms only of drivers with a GPU device",
+                    hidden.join(", ")
+                );
+            }
+        }
+    }
+
+    let _ = writeln!(o);
+    let _ = writeln!(o, "OPENVINO");
+    let _ = writeln!(o, "  version  {}", r.openvino.version.as_deref().unwrap_or_else(|e| e));
+    match &r.openvino.devices {
+        Ok(d) => {
+            let _ = writeln!(o, "  devices  {}", d.join(", "));
+        }
+        Err(e) => {
+            let _ = writeln!(o, "  devices  error: {e}");
+        }
+    }
+    if let Some(n) = &r.openvino.npu_name {
+        let _ = writeln!(o, "  NPU      {n}");
+    }
+    match &r.npu {
+        Ok(n) => {
+            let _ = writeln!(
+                o,
+                "  NPU context: device {:?}, driver version {:#x}, API {}; dma-buf import {}, system-memory (CPU_VA) \
+                 import {}, mutable command lists {}",
+                n.device_name,
+                n.driver_version,
+                n.api_version,
+                yes(n.fd_import),
+                yes(n.sysmem_import),
+                yes(n.mutable_command_lists)
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(o, "  NPU context: unavailable: {e}");
+        }
+    }
+
+    let _ = writeln!(o);
+    let _ = writeln!(o, "SYCL PLATFORMS");
+    match &r.sycl {
+        Err(e) => {
+            let _ = writeln!(o, "  error: {e}");
+        }
+        Ok(ps) if ps.is_empty() => {
+            let _ = writeln!(o, "  none (no usable Level Zero GPU driver)");
+        }
+        Ok(ps) => {
+            for p in ps {
+                let devs: Vec<String> = p.devices.iter().map(|(t, n)| format!("{t} {n:?}")).collect();
+                let _ = writeln!(o, "  [{}] {} {:?} ({}): {}", p.index, p.backend, p.name, p.version, devs.join(", "));
+            }
+        }
+    }
+
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "SHARING STRATEGIES (each run end to end on {}: create, write via SYCL, bind, infer on the NPU, read via SYCL, compare with the CPU plugin)",
+        r.model
+    );
+    let _ = writeln!(o, "  {:<14} {:<28} {:<12} {}", "strategy", "memory", "result", "zero-copy");
+    for s in &r.strategies {
+        let zc = match s.zero_copy {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "-",
+        };
+        let _ = writeln!(o, "  {:<14} {:<28} {:<12} {zc}", s.kind.as_str(), s.variant, s.status.as_str());
+    }
+    let _ = writeln!(o, "  details:");
+    for s in &r.strategies {
+        let _ = writeln!(o, "  - {} ({}): {}", s.kind.as_str(), s.variant, s.status.as_str());
+        o.push_str(&wrap(&s.detail, 100, "      "));
+    }
+    if let Some(a) = &r.auto {
+        let _ = writeln!(o);
+        match &a.chosen {
+            Ok(k) => {
+                let _ = writeln!(o, "AUTO: chooses {k}");
+            }
+            Err(_) => {
+                let _ = writeln!(o, "AUTO: no strategy");
+            }
+        }
+        o.push_str(&wrap(&a.report, 100, "  "));
+    }
+    let working: Vec<String> = r.working().iter().map(|s| format!("{} ({})", s.kind, s.variant)).collect();
+    let _ = writeln!(o);
+    if working.is_empty() {
+        let _ = writeln!(o, "RESULT: no SYCL ⇄ NPU sharing strategy works here");
+    } else {
+        let _ = writeln!(o, "RESULT: {} of {} work: {}", working.len(), r.strategies.len(), working.join(", "));
+    }
+    o
+}
+
+// ---- JSON ----------------------------------------------------------------------------------------
+
+fn json(r: &Report) -> Json {
+    let err_or = |e: &String| Json::Obj(vec![("error", Json::str(e.clone()))]);
+    let drivers = match &r.drivers {
+        Ok(ds) => Json::Arr(
+            ds.iter()
+                .map(|d| {
+                    Json::Obj(vec![
+                        ("index", Json::Num(d.index as u64)),
+                        ("kind", Json::str(d.kind())),
+                        ("uuid", Json::str(d.uuid.clone())),
+                        ("intel_npu_driver", Json::Bool(d.is_intel_npu_driver)),
+                        ("driver_version", Json::Num(d.driver_version as u64)),
+                        ("api_version", Json::str(d.api_version.clone())),
+                        (
+                            "sycl_platform",
+                            match &d.sycl_platform {
+                                Ok(Some((i, n))) => {
+                                    Json::Obj(vec![("index", Json::Num(*i as u64)), ("name", Json::str(n.clone()))])
+                                }
+                                Ok(None) => Json::Null,
+                                Err(e) => err_or(e),
+                            },
+                        ),
+                        (
+                            "devices",
+                            Json::Arr(
+                                d.devices
+                                    .iter()
+                                    .map(|x| {
+                                        Json::Obj(vec![
+                                            ("type", Json::str(x.kind)),
+                                            ("name", Json::str(x.name.clone())),
+                                            ("vendor_id", Json::Num(x.vendor_id as u64)),
+                                            ("device_id", Json::Num(x.device_id as u64)),
+                                        ])
+                                    })
+                                    .collect(),
+                            ),
+                        ),
+                        (
+                            "extensions",
+                            Json::Arr(
+                                d.extensions
+                                    .iter()
+                                    .map(|(n, v)| {
+                                        Json::Obj(vec![
+                                            ("name", Json::str(n.clone())),
+                                            (
+                                                "version",
+                                                Json::str(format!(
+                                                    "{}.{}",
+                                                    sys::ze_major_version(*v),
+                                                    sys::ze_minor_version(*v)
+                                                )),
+                                            ),
+                                        ])
+                                    })
+                                    .collect(),
+                            ),
+                        ),
+                    ])
+                })
+                .collect(),
+        ),
+        Err(e) => err_or(e),
+    };
+    let strategies = Json::Arr(
+        r.strategies
+            .iter()
+            .map(|s| {
+                Json::Obj(vec![
+                    ("strategy", Json::str(s.kind.as_str())),
+                    ("kind", Json::str(format!("{:?}", s.kind))),
+                    ("memory", Json::str(s.variant)),
+                    ("status", Json::str(s.status.as_str())),
+                    ("zero_copy", s.zero_copy.map(Json::Bool).unwrap_or(Json::Null)),
+                    ("detail", Json::str(s.detail.clone())),
+                ])
+            })
+            .collect(),
+    );
+    Json::Obj(vec![
+        (
+            "platform",
+            Json::Obj(vec![
+                ("virtual", Json::Bool(r.platform.is_virtual)),
+                ("reason", Json::str(r.platform.reason.clone())),
+                ("accel", Json::Arr(r.platform.accel.iter().map(|a| Json::str(a.clone())).collect())),
+            ]),
+        ),
+        (
+            "loader",
+            Json::Obj(vec![
+                ("path", Json::str(r.loader.path.clone())),
+                ("virtual", Json::Bool(r.loader.is_virtual)),
+                (
+                    "versions",
+                    match &r.loader.versions {
+                        Ok(v) => Json::Arr(
+                            v.iter()
+                                .map(|c| {
+                                    Json::Obj(vec![
+                                        ("component", Json::str(c.component.clone())),
+                                        ("version", Json::str(c.version.clone())),
+                                        ("api_version", Json::str(c.spec.clone())),
+                                    ])
+                                })
+                                .collect(),
+                        ),
+                        Err(e) => err_or(e),
+                    },
+                ),
+            ]),
+        ),
+        ("drivers", drivers),
+        (
+            "openvino",
+            Json::Obj(vec![
+                ("version", match &r.openvino.version {
+                    Ok(v) => Json::str(v.clone()),
+                    Err(e) => err_or(e),
+                }),
+                ("devices", match &r.openvino.devices {
+                    Ok(d) => Json::Arr(d.iter().map(|x| Json::str(x.clone())).collect()),
+                    Err(e) => err_or(e),
+                }),
+                ("npu_full_name", Json::opt_str(r.openvino.npu_name.clone())),
+            ]),
+        ),
+        (
+            "npu",
+            match &r.npu {
+                Ok(n) => Json::Obj(vec![
+                    ("device_name", Json::str(n.device_name.clone())),
+                    ("driver_version", Json::Num(n.driver_version as u64)),
+                    ("api_version", Json::str(n.api_version.clone())),
+                    ("dma_buf_import", Json::Bool(n.fd_import)),
+                    ("sysmem_import", Json::Bool(n.sysmem_import)),
+                    ("mutable_command_lists", Json::Bool(n.mutable_command_lists)),
+                ]),
+                Err(e) => err_or(e),
+            },
+        ),
+        (
+            "sycl_platforms",
+            match &r.sycl {
+                Ok(ps) => Json::Arr(
+                    ps.iter()
+                        .map(|p| {
+                            Json::Obj(vec![
+                                ("index", Json::Num(p.index as u64)),
+                                ("backend", Json::str(p.backend.clone())),
+                                ("name", Json::str(p.name.clone())),
+                                ("version", Json::str(p.version.clone())),
+                                (
+                                    "devices",
+                                    Json::Arr(
+                                        p.devices
+                                            .iter()
+                                            .map(|(t, n)| {
+                                                Json::Obj(vec![("type", Json::str(t.clone())), ("name", Json::str(n.clone()))])
+                                            })
+                                            .collect(),
+                                    ),
+                                ),
+                            ])
+                        })
+                        .collect(),
+                ),
+                Err(e) => err_or(e),
+            },
+        ),
+        ("model", Json::str(r.model.clone())),
+        ("strategies", strategies),
+        (
+            "auto",
+            match &r.auto {
+                Some(a) => Json::Obj(vec![
+                    ("chosen", a.chosen.as_ref().ok().map(|k| Json::str(k.as_str())).unwrap_or(Json::Null)),
+                    ("report", Json::str(a.report.clone())),
+                ]),
+                None => Json::Null,
+            },
+        ),
+        (
+            "working",
+            Json::Arr(r.working().iter().map(|s| Json::str(format!("{} ({})", s.kind, s.variant))).collect()),
+        ),
+    ])
+}
+
+// ---- main ------------------------------------------------------------------------------------------
+
+const USAGE: &str = "usage: npu-sycl-doctor [--json] [--virtual]
+  --json     print one JSON object instead of the table
+  --virtual  use the virtual Level Zero platform even when an Intel NPU is present
+exit status: 0 when at least one SYCL <-> NPU strategy works end to end, 1 when none does, 2 for usage errors";
+
+fn main() {
+    let mut as_json = false;
+    let mut force_virtual = false;
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--json" => as_json = true,
+            "--virtual" => force_virtual = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            other => {
+                eprintln!("npu-sycl-doctor: unknown argument {other:?}\n{USAGE}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let report = match gather(force_virtual) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("npu-sycl-doctor: {e:#}");
+            std::process::exit(1);
+        }
+    };
+    if as_json {
+        let mut s = String::new();
+        json(&report).write(&mut s, 0);
+        println!("{s}");
+    } else {
+        print!("{}", table(&report));
+    }
+    if report.working().is_empty() {
+        std::process::exit(1);
+    }
 }
