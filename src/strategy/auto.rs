@@ -105,8 +105,7 @@ impl Auto {
     pub fn select(npu: &NpuContext, context: &Arc<sycl::Context>, device: &sycl::Device) -> Result<Auto> {
         let mut attempts: Vec<(StrategyKind, Result<(), Error>)> = Vec::with_capacity(Self::ORDER.len());
         let mut chosen: Option<Strategy> = None;
-        for kind in Self::ORDER {
-            let outcome = Self::build(kind, npu, context, device).and_then(|s| s.probe().map(|()| s));
+        for (kind, outcome) in Self::attempts(npu, context, device) {
             match outcome {
                 Ok(s) => {
                     attempts.push((kind, Ok(())));
@@ -128,6 +127,20 @@ impl Auto {
                 ))
             }
         }
+    }
+
+    /// Every strategy in [`ORDER`](Self::ORDER), constructed and [probed](Strategy::probe): the
+    /// working ones, or the error that ruled each out. What [`select`](Self::select) decides
+    /// from; a diagnostic tool can print it even when nothing works.
+    pub fn attempts(
+        npu: &NpuContext,
+        context: &Arc<sycl::Context>,
+        device: &sycl::Device,
+    ) -> Vec<(StrategyKind, Result<Strategy, Error>)> {
+        Self::ORDER
+            .into_iter()
+            .map(|kind| (kind, Self::build(kind, npu, context, device).and_then(|s| s.probe().map(|()| s))))
+            .collect()
     }
 
     /// Constructs the strategy `kind` (Auto's CPU_VA uses host USM).
