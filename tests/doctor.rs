@@ -1,0 +1,235 @@
+//! `npu-sycl-doctor` and `examples/forum_port.rs`, run as the programs users run.
+//!
+//! Both are started as child processes (each picks its Level Zero platform and DPC++ adapter once
+//! per process). `--virtual` makes the doctor's answers the same on every machine: the virtual
+//! platform's GPU and NPU drivers, which the strategy tests also use. The example is the binary
+//! `cargo test` builds into `target/<profile>/examples/forum_port`.
+#![cfg(feature = "sycl")]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+const DOCTOR: &str = env!("CARGO_BIN_EXE_npu-sycl-doctor");
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn context(&self) -> String {
+        format!("exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+fn doctor(args: &[&str]) -> Run {
+    Run::from(Command::new(DOCTOR).args(args).output().expect("spawn npu-sycl-doctor"))
+}
+
+/// The doctor's table on the virtual platform (run once for all tests).
+fn table() -> &'static Run {
+    static RUN: OnceLock<Run> = OnceLock::new();
+    RUN.get_or_init(|| doctor(&["--virtual"]))
+}
+
+/// The doctor's `--json` on the virtual platform (run once for all tests).
+fn json() -> &'static (Run, Value) {
+    static RUN: OnceLock<(Run, Value)> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let run = doctor(&["--virtual", "--json"]);
+        let v: Value = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("--json is not valid JSON: {e}\n{}", run.context()));
+        (run, v)
+    })
+}
+
+/// The line of the table's section `section` (a heading) whose words start with `first`.
+fn rows<'a>(out: &'a str, section: &str) -> Vec<&'a str> {
+    out.lines()
+        .skip_while(|l| !l.starts_with(section))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect()
+}
+
+/// The strategy table's rows as (strategy, memory, result, zero-copy), parsed by column.
+fn strategy_rows(out: &str) -> Vec<(String, String, String, String)> {
+    let lines = rows(out, "SHARING STRATEGIES");
+    let header = lines[0];
+    let col = |name: &str| header.find(name).unwrap_or_else(|| panic!("column {name} in {header:?}"));
+    let (memory, result, zero) = (col("memory"), col("result"), col("zero-copy"));
+    lines[1..]
+        .iter()
+        .take_while(|l| !l.trim_start().starts_with("details:"))
+        .map(|l| {
+            let chars: Vec<char> = l.chars().collect();
+            let cell = |a: usize, b: usize| chars[a.min(chars.len())..b.min(chars.len())].iter().collect::<String>().trim().to_string();
+            // Column offsets are in chars; the header is ASCII, so byte offsets are char offsets.
+            (cell(0, memory), cell(memory, result), cell(result, zero), cell(zero, chars.len()))
+        })
+        .collect()
+}
+
+#[test]
+fn doctor_lists_the_virtual_gpu_and_npu_drivers_and_which_sycl_sees() {
+    let run = table();
+    assert_eq!(run.code, Some(0), "{}", run.context());
+    let out = &run.stdout;
+    assert!(out.contains("PLATFORM: VIRTUAL"), "says it is the virtual platform:\n{out}");
+    let drivers = rows(out, "LEVEL ZERO DRIVERS");
+    let gpu = drivers
+        .iter()
+        .find(|l| l.contains("GPU \"Virtual Intel(R) Graphics (virtual-l0)\""))
+        .unwrap_or_else(|| panic!("the virtual GPU driver is listed:\n{out}"));
+    let npu = drivers
+        .iter()
+        .find(|l| l.contains("NPU \"Intel(R) AI Boost (virtual-l0)\""))
+        .unwrap_or_else(|| panic!("the virtual NPU driver is listed:\n{out}"));
+    assert!(gpu.contains("yes (platform 0)"), "SYCL sees the GPU driver: {gpu}");
+    assert!(!npu.contains("yes (platform"), "SYCL does not see the NPU driver: {npu}");
+    assert!(npu.split_whitespace().any(|w| w == "no"), "the NPU driver's SYCL column says no: {npu}");
+    assert!(out.contains("Intel NPU driver uuid"), "{out}");
+    assert!(out.contains("ZE_experimental_mutable_command_list"), "the NPU driver's extensions are listed:\n{out}");
+    assert!(out.contains("version  loader "), "zelLoaderGetVersions is reported:\n{out}");
+    let openvino = rows(out, "OPENVINO");
+    assert!(openvino.iter().any(|l| l.contains("devices") && l.contains("NPU") && l.contains("CPU")), "{out}");
+}
+
+#[test]
+fn doctor_reports_the_strategies_the_strategy_tests_prove() {
+    let run = table();
+    assert_eq!(run.code, Some(0), "{}", run.context());
+    let out = &run.stdout;
+    let rows = strategy_rows(out);
+    let find = |strategy: &str, memory: &str| {
+        rows.iter()
+            .find(|r| r.0 == strategy && r.1.starts_with(memory))
+            .unwrap_or_else(|| panic!("row {strategy} / {memory} in {rows:#?}"))
+    };
+    let card = find("card path", "the NPU plugin's");
+    assert_eq!((card.2.as_str(), card.3.as_str()), ("unsupported", "-"), "{card:?}");
+    let dma = find("dma-buf", "exportable device memory");
+    assert_eq!((dma.2.as_str(), dma.3.as_str()), ("works", "yes"), "{dma:?}");
+    let cpu_va = find("CPU_VA", "host USM");
+    assert_eq!((cpu_va.2.as_str(), cpu_va.3.as_str()), ("works", "yes"), "{cpu_va:?}");
+    let copy = find("NPU→SYCL copy", "L0 host tensor");
+    assert_eq!((copy.2.as_str(), copy.3.as_str()), ("works", "no"), "{copy:?}");
+    // The card path's reason, as the typed error says it.
+    let details: String = out.lines().skip_while(|l| !l.contains("- card path")).take(4).collect::<Vec<_>>().join(" ");
+    let details = details.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(details.contains("the card path is not supported here"), "{details}");
+    assert!(details.contains("no SYCL platform wraps that driver"), "{details}");
+    assert!(out.contains("AUTO: chooses dma-buf"), "{out}");
+    assert!(out.contains("RESULT: 4 of 5 work"), "{out}");
+}
+
+#[test]
+fn doctor_json_parses_and_agrees_with_the_table() {
+    let (run, v) = json();
+    assert_eq!(run.code, Some(0), "{}", run.context());
+    assert_eq!(v["platform"]["virtual"], Value::Bool(true));
+    assert_eq!(v["loader"]["virtual"], Value::Bool(true));
+    assert!(v["loader"]["versions"].as_array().is_some_and(|a| !a.is_empty()), "{v:#}");
+
+    let drivers = v["drivers"].as_array().expect("drivers");
+    let by_kind = |k: &str| drivers.iter().find(|d| d["kind"] == k).unwrap_or_else(|| panic!("{k} driver in {v:#}"));
+    let (gpu, npu) = (by_kind("GPU"), by_kind("NPU"));
+    assert!(gpu["sycl_platform"].is_object(), "SYCL sees the GPU driver: {gpu:#}");
+    assert!(npu["sycl_platform"].is_null(), "SYCL does not see the NPU driver: {npu:#}");
+    assert_eq!(npu["intel_npu_driver"], Value::Bool(true));
+    assert_eq!(gpu["devices"][0]["name"], "Virtual Intel(R) Graphics (virtual-l0)");
+    assert_eq!(npu["devices"][0]["name"], "Intel(R) AI Boost (virtual-l0)");
+    assert!(npu["extensions"].as_array().unwrap().iter().any(|e| e["name"] == "ZE_experimental_mutable_command_list"));
+
+    // The same strategies, in the same order, with the same results as the table.
+    let table_rows = strategy_rows(&table().stdout);
+    let json_rows = v["strategies"].as_array().expect("strategies");
+    assert_eq!(table_rows.len(), json_rows.len());
+    for (t, j) in table_rows.iter().zip(json_rows) {
+        assert_eq!(j["strategy"], t.0.as_str(), "{t:?} vs {j:#}");
+        assert_eq!(j["memory"], t.1.as_str(), "{t:?} vs {j:#}");
+        assert_eq!(j["status"], t.2.as_str(), "{t:?} vs {j:#}");
+        let zc = match &j["zero_copy"] {
+            Value::Bool(true) => "yes",
+            Value::Bool(false) => "no",
+            _ => "-",
+        };
+        assert_eq!(zc, t.3, "{t:?} vs {j:#}");
+    }
+    let card = &json_rows[0];
+    assert_eq!((card["kind"].as_str(), card["status"].as_str()), (Some("CardPath"), Some("unsupported")));
+    assert!(card["detail"].as_str().unwrap().contains("no SYCL platform wraps that driver"), "{card:#}");
+    assert_eq!(v["auto"]["chosen"], "dma-buf");
+    let working = v["working"].as_array().unwrap();
+    assert_eq!(working.len(), 4, "{v:#}");
+}
+
+#[test]
+fn doctor_exits_non_zero_when_no_strategy_works() {
+    // A device selector that matches no device: SYCL has no GPU, so no strategy can run.
+    let run = Run::from(
+        Command::new(DOCTOR)
+            .args(["--virtual"])
+            .env("ONEAPI_DEVICE_SELECTOR", "opencl:*")
+            .output()
+            .expect("spawn npu-sycl-doctor"),
+    );
+    assert_eq!(run.code, Some(1), "{}", run.context());
+    assert!(run.stdout.contains("RESULT: no SYCL ⇄ NPU sharing strategy works here"), "{}", run.context());
+    assert!(strategy_rows(&run.stdout).iter().all(|r| r.2 == "not run"), "{}", run.context());
+
+    let bad = doctor(&["--no-such-flag"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.context());
+    assert!(bad.stderr.contains("usage: npu-sycl-doctor"), "{}", bad.context());
+}
+
+/// `target/<profile>/examples/forum_port`, built by `cargo test` (examples are built with the tests).
+fn forum_port() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe"); // target/<profile>/deps/doctor-<hash>
+    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>");
+    let p = profile_dir.join("examples").join("forum_port");
+    assert!(
+        p.is_file(),
+        "{} does not exist: `cargo test --features sycl` builds it; with `--test doctor` alone run \
+         `cargo build --features sycl --example forum_port` first",
+        p.display()
+    );
+    p
+}
+
+#[test]
+fn forum_port_example_runs_auto_dma_buf_without_copies() {
+    let run = Run::from(Command::new(forum_port()).arg("--virtual").output().expect("spawn forum_port"));
+    assert_eq!(run.code, Some(0), "{}", run.context());
+    let out = &run.stdout;
+    assert!(out.contains("PLATFORM: VIRTUAL"), "says it runs on the virtual platform:\n{out}");
+    // Each step of the snippet, numbered, in order.
+    let mut at = 0;
+    for n in 1..=11 {
+        let tag = format!("\n[{n}] ");
+        at = out[at..].find(&tag).map(|i| at + i).unwrap_or_else(|| panic!("step [{n}] in order:\n{out}"));
+    }
+    assert!(out.contains("ErrorKind::Unsupported { path: \"card path\" }"), "the card path's typed error:\n{out}");
+    assert!(out.contains("does not accept device"), "make_context's own error when forced:\n{out}");
+    assert!(out.contains("Auto chose: dma-buf (zero-copy: yes)"), "{out}");
+    assert!(out.contains("decision report: chose dma-buf because card path:"), "{out}");
+    assert!(out.contains("equals the CPU plugin's"), "{out}");
+    assert!(out.contains("gpu.bytes_copied +0, npu.bytes_copied +0"), "{out}");
+    assert!(out.contains("npu.graph_args.dma_buf +2"), "{out}");
+    assert!(
+        out.contains("RESULT: strategy dma-buf ran; output equals the CPU plugin's; no copy was made"),
+        "{out}"
+    );
+}
