@@ -412,6 +412,26 @@ fn check_memory(what: &str, queue: &Queue, m: &dyn SyclMemory, len: usize) -> Re
 /// Exclusive SYCL access to a zero-copy [`SharedTensor`] ([`SharedTensor::sycl_mut`]): it is
 /// [`SyclMemory`] (the tensor's bytes, in the tensor's SYCL context), and while it lives no
 /// inference that uses the tensor can start.
+///
+/// ```no_run
+/// # use npu_sycl_bridge::strategy::SharedTensor;
+/// # use npu_sycl_bridge::sycl::{Queue, UsmBuffer};
+/// # fn f(t: &mut SharedTensor, q: &Queue, staging: &UsmBuffer) -> npu_sycl_bridge::Result<()> {
+/// let mut access = t.sycl_mut()?;
+/// q.copy(staging, &mut access, 4096)?; // SYCL device copy straight into the NPU's input
+/// # Ok(()) }
+/// ```
+///
+/// The guard borrows the tensor, so the tensor cannot go away (or be written another way) while
+/// SYCL has the memory:
+/// ```compile_fail
+/// # use npu_sycl_bridge::strategy::SharedTensor;
+/// # fn f(mut t: SharedTensor) -> npu_sycl_bridge::Result<()> {
+/// let access = t.sycl_mut()?;
+/// drop(t);
+/// drop(access);
+/// # Ok(()) }
+/// ```
 pub struct SyclAccess<'a> {
     _view: TensorBytesMut<'a>,
     ptr: NonNull<u8>,
