@@ -99,7 +99,10 @@ impl Counters {
     ];
 
     fn start(vp: &VirtualPlatform) -> Counters {
-        Counters { names: Self::NAMES, before: Self::NAMES.map(|n| vp.counter(n)) }
+        Counters {
+            names: Self::NAMES,
+            before: Self::NAMES.map(|n| vp.counter(n)),
+        }
     }
 
     fn delta(&self, vp: &VirtualPlatform, name: &str) -> u64 {
@@ -117,13 +120,21 @@ fn run() -> Result<bool> {
     match &selection {
         Selection::Virtual { platform, reason } => {
             println!("PLATFORM: VIRTUAL — {reason}.");
-            println!("          Running on npu-sycl-bridge's virtual Level Zero platform (a virtual Intel GPU and NPU,");
+            println!(
+                "          Running on npu-sycl-bridge's virtual Level Zero platform (a virtual Intel GPU and NPU,"
+            );
             println!("          {}),", platform.path().display());
-            println!("          under the unmodified OpenVINO NPU plugin and DPC++ runtime. Timings mean nothing here.");
+            println!(
+                "          under the unmodified OpenVINO NPU plugin and DPC++ runtime. Timings mean nothing here."
+            );
         }
         Selection::Real { loader, accel } => {
             let nodes: Vec<String> = accel.iter().map(|p| p.display().to_string()).collect();
-            println!("PLATFORM: REAL Intel NPU ({}), Level Zero loader {}", nodes.join(", "), loader.display());
+            println!(
+                "PLATFORM: REAL Intel NPU ({}), Level Zero loader {}",
+                nodes.join(", "),
+                loader.display()
+            );
         }
     }
 
@@ -140,23 +151,45 @@ fn run() -> Result<bool> {
     );
 
     // [1] compile for the NPU.
-    step(1, "ov::CompiledModel compiled_model = core.compile_model(model, \"NPU\");", "Core::compile_model(&model, \"NPU\", ..)");
+    step(
+        1,
+        "ov::CompiledModel compiled_model = core.compile_model(model, \"NPU\");",
+        "Core::compile_model(&model, \"NPU\", ..)",
+    );
     let core = Core::new().context("creating the OpenVINO core")?;
-    let model = core.read_model_from_memory(&m.xml, &m.weights).context("reading the model")?;
-    let compiled = core.compile_model(&model, "NPU", &Properties::new()).context("compiling for the NPU")?;
+    let model = core
+        .read_model_from_memory(&m.xml, &m.weights)
+        .context("reading the model")?;
+    let compiled = core
+        .compile_model(&model, "NPU", &Properties::new())
+        .context("compiling for the NPU")?;
     got(format!(
         "compiled (OpenVINO {}); EXECUTION_DEVICES = {}",
         Core::version().unwrap_or_else(|e| format!("? ({e})")),
-        compiled.property("EXECUTION_DEVICES").unwrap_or_else(|e| format!("? ({e})"))
+        compiled
+            .property("EXECUTION_DEVICES")
+            .unwrap_or_else(|e| format!("? ({e})"))
     ));
 
     // [2] the compiled model's remote context.
-    step(2, "auto remote = compiled_model.get_context();", "CompiledModel::context()");
+    step(
+        2,
+        "auto remote = compiled_model.get_context();",
+        "CompiledModel::context()",
+    );
     let remote = compiled.context().context("compiled_model.get_context()")?;
-    got(format!("remote context of device {:?}, params {:?}", remote.device_name()?, remote.params()?));
+    got(format!(
+        "remote context of device {:?}, params {:?}",
+        remote.device_name()?,
+        remote.params()?
+    ));
 
     // [3] as ZeroContext.
-    step(3, "auto zero = remote.as<ov::intel_npu::level_zero::ZeroContext>();", "NpuContext::from_compiled_model(&compiled)");
+    step(
+        3,
+        "auto zero = remote.as<ov::intel_npu::level_zero::ZeroContext>();",
+        "NpuContext::from_compiled_model(&compiled)",
+    );
     let npu = NpuContext::from_compiled_model(&compiled).context("the NPU's ZeroContext")?;
     let caps = npu.capabilities();
     got(format!(
@@ -172,7 +205,11 @@ fn run() -> Result<bool> {
     ));
 
     // [4] its ze_context_handle_t.
-    step(4, "ze_context_handle_t ze_ctx = zero.get();", "NpuContext::level_zero_context().as_raw()");
+    step(
+        4,
+        "ze_context_handle_t ze_ctx = zero.get();",
+        "NpuContext::level_zero_context().as_raw()",
+    );
     let ze_ctx = npu.level_zero_context().as_raw();
     got(format!(
         "ze_context_handle_t = {ze_ctx:p} (L0_CONTEXT), on the NPU's driver {:p}\n\
@@ -181,14 +218,21 @@ fn run() -> Result<bool> {
     ));
 
     // [5] choose the SYCL device for that context.
-    step(5, "sycl::device dev = /* the SYCL device of ze_ctx's driver */;", "sycl::platforms(), Platform::find_by_native_driver(NPU driver)");
+    step(
+        5,
+        "sycl::device dev = /* the SYCL device of ze_ctx's driver */;",
+        "sycl::platforms(), Platform::find_by_native_driver(NPU driver)",
+    );
     let platforms = sycl::platforms().context("sycl::platform::get_platforms()")?;
     if platforms.is_empty() {
         got("SYCL lists no platform at all (no usable Level Zero GPU driver)");
     }
     for p in &platforms {
-        let devs: Vec<String> =
-            p.devices()?.iter().map(|d| format!("{:?} {:?}", d.device_type, d.name)).collect();
+        let devs: Vec<String> = p
+            .devices()?
+            .iter()
+            .map(|d| format!("{:?} {:?}", d.device_type, d.name))
+            .collect();
         got(format!(
             "SYCL platform [{}] {:?} ({:?}), Level Zero driver {:p}: {}",
             p.index,
@@ -203,7 +247,9 @@ fn run() -> Result<bool> {
     let gpu = sycl::devices()?
         .into_iter()
         .find(|d| d.is_level_zero() && d.device_type == DeviceType::Gpu)
-        .ok_or_else(|| anyhow!("no Level Zero GPU is a SYCL device here; every SYCL ⇄ NPU strategy needs the iGPU's"))?;
+        .ok_or_else(|| {
+            anyhow!("no Level Zero GPU is a SYCL device here; every SYCL ⇄ NPU strategy needs the iGPU's")
+        })?;
     match (&npu_platform, &npu_device) {
         (None, None) => got(format!(
             "NO SYCL platform wraps the NPU's driver {:p}, and no SYCL device is the NPU: the NPU is not a SYCL device.\n\
@@ -238,21 +284,37 @@ fn run() -> Result<bool> {
             // so the runtime never builds a context from it (see tests/sycl_shim.rs,
             // cross_driver_make_context_is_an_error).
             let forced = unsafe {
-                sycl::Context::from_level_zero(ze_ctx, std::slice::from_ref(&gpu), LevelZeroOwnership::Keep { keep_alive: Some(keep) })
+                sycl::Context::from_level_zero(
+                    ze_ctx,
+                    std::slice::from_ref(&gpu),
+                    LevelZeroOwnership::Keep { keep_alive: Some(keep) },
+                )
             };
             match forced {
                 Err(e) => {
-                    got(format!("forced with the GPU's device {:?}, make_context throws (ErrorKind::{:?}):", gpu.name, e.kind()));
+                    got(format!(
+                        "forced with the GPU's device {:?}, make_context throws (ErrorKind::{:?}):",
+                        gpu.name,
+                        e.kind()
+                    ));
                     wrapped("       ", e.message());
                 }
-                Ok(ctx) => got(format!("forced with the GPU's device, make_context returned {ctx:?} (unexpected)")),
+                Ok(ctx) => got(format!(
+                    "forced with the GPU's device, make_context returned {ctx:?} (unexpected)"
+                )),
             }
         }
-        Ok(card) => got(format!("the card path works here (SYCL lists the NPU's driver): {card:?}")),
+        Ok(card) => got(format!(
+            "the card path works here (SYCL lists the NPU's driver): {card:?}"
+        )),
     }
 
     // [7] malloc_shared in that context.
-    step(7, "void* p = sycl::malloc_shared(bytes, dev, sctx);", "CardPath::tensor (UsmBuffer::new(.., UsmKind::Shared, ..))");
+    step(
+        7,
+        "void* p = sycl::malloc_shared(bytes, dev, sctx);",
+        "CardPath::tensor (UsmBuffer::new(.., UsmKind::Shared, ..))",
+    );
     got("not reached on this route: there is no SYCL context over the NPU's Level Zero context to allocate in");
 
     // [8] wrap as a remote tensor — with the strategy that works.
@@ -264,7 +326,11 @@ fn run() -> Result<bool> {
     let sycl_context = sycl::Context::new(&gpu).context("sycl::context(gpu)")?;
     let auto = Auto::select(&npu, &sycl_context, &gpu).context("Auto::select")?;
     let decision = auto.decision();
-    got(format!("Auto chose: {} (zero-copy: {})", decision.chosen, yes(decision.chosen.is_zero_copy())));
+    got(format!(
+        "Auto chose: {} (zero-copy: {})",
+        decision.chosen,
+        yes(decision.chosen.is_zero_copy())
+    ));
     for (kind, outcome) in &decision.attempts {
         match outcome {
             Ok(()) => println!("       {:<14} works", kind.as_str()),
@@ -284,15 +350,25 @@ fn run() -> Result<bool> {
     wrapped("       decision report: ", &decision.to_string());
 
     let (din, dout) = (&m.inputs[0], &m.outputs[0]);
-    let mut input = auto.tensor(din.element_type, din.shape.clone(), TensorType::Input).context("the input tensor")?;
-    let output = auto.tensor(dout.element_type, dout.shape.clone(), TensorType::Output).context("the output tensor")?;
+    let mut input = auto
+        .tensor(din.element_type, din.shape.clone(), TensorType::Input)
+        .context("the input tensor")?;
+    let output = auto
+        .tensor(dout.element_type, dout.shape.clone(), TensorType::Output)
+        .context("the output tensor")?;
     let sample = m.sample_input(0);
-    input.write(auto.queue(), 0, &sample).context("writing the input through SYCL")?;
+    input
+        .write(auto.queue(), 0, &sample)
+        .context("writing the input through SYCL")?;
     describe_tensor("input ", &input)?;
     describe_tensor("output", &output)?;
 
     // [9] bind and infer.
-    step(9, "request.set_input_tensor(t); request.set_output_tensor(o); request.infer();", "InferRequest::set_input_tensor / set_output_tensor / infer");
+    step(
+        9,
+        "request.set_input_tensor(t); request.set_output_tensor(o); request.infer();",
+        "InferRequest::set_input_tensor / set_output_tensor / infer",
+    );
     let mut request = compiled.create_infer_request()?;
     let vp = selection.virtual_platform();
     let counters = vp.map(Counters::start);
@@ -311,8 +387,14 @@ fn run() -> Result<bool> {
     got("inference finished");
 
     // [10] read the output through SYCL and compare with the CPU plugin.
-    step(10, "q.memcpy(host, out, bytes).wait();  // compare with the CPU plugin", "SharedTensor::read_to_vec(queue); the same model on \"CPU\"");
-    let npu_out: Vec<u8> = output.read_to_vec(auto.queue()).context("reading the output through SYCL")?;
+    step(
+        10,
+        "q.memcpy(host, out, bytes).wait();  // compare with the CPU plugin",
+        "SharedTensor::read_to_vec(queue); the same model on \"CPU\"",
+    );
+    let npu_out: Vec<u8> = output
+        .read_to_vec(auto.queue())
+        .context("reading the output through SYCL")?;
     let cpu_out = cpu_output(&core, &m, &sample)?;
     let same = match m.compare(0, &cpu_out, &npu_out) {
         Ok(()) => {
@@ -331,7 +413,11 @@ fn run() -> Result<bool> {
     };
 
     // [11] was anything copied?
-    step(11, "// was anything copied between SYCL and the NPU?", "virtual platform counters / remote tensor parameters");
+    step(
+        11,
+        "// was anything copied between SYCL and the NPU?",
+        "virtual platform counters / remote tensor parameters",
+    );
     let zero_copy = report_copies(&auto, &input, &output, copies)?;
 
     println!();
@@ -339,7 +425,11 @@ fn run() -> Result<bool> {
         "RESULT: strategy {} ran; output {} the CPU plugin's; {}",
         auto.kind(),
         if same { "equals" } else { "DIFFERS FROM" },
-        if zero_copy { "no copy was made" } else { "copies were made (see step 11)" }
+        if zero_copy {
+            "no copy was made"
+        } else {
+            "copies were made (see step 11)"
+        }
     );
     // Teardown in any order is sound; this is the natural one: request, tensors, strategy, contexts.
     drop(request);
