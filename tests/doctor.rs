@@ -328,3 +328,52 @@ fn forum_port_example_runs_auto_dma_buf_without_copies() {
         "{out}"
     );
 }
+
+#[test]
+fn doctor_and_example_give_the_same_answers_under_adapter_v2() {
+    // DPC++ picks its Level Zero adapter once per process; v2 is what Battlemage-class GPUs get.
+    let run = Run::from(
+        Command::new(DOCTOR)
+            .args(["--virtual", "--json"])
+            .env("SYCL_UR_USE_LEVEL_ZERO_V2", "1")
+            .env_remove("UR_LOADER_USE_LEVEL_ZERO_V2")
+            .output()
+            .expect("spawn npu-sycl-doctor"),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.context());
+    let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}\n{}", run.context()));
+    let statuses: Vec<(&str, &str)> = v["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["strategy"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    let (_, v1) = json();
+    let statuses_v1: Vec<(&str, &str)> = v1["strategies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["strategy"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        statuses, statuses_v1,
+        "adapter v2 vs the default (v1 on the virtual GPU)"
+    );
+    assert_eq!(v["auto"]["chosen"], "dma-buf");
+
+    let ex = Run::from(
+        Command::new(forum_port())
+            .arg("--virtual")
+            .env("SYCL_UR_USE_LEVEL_ZERO_V2", "1")
+            .env_remove("UR_LOADER_USE_LEVEL_ZERO_V2")
+            .output()
+            .expect("spawn forum_port"),
+    );
+    assert_eq!(ex.code, Some(0), "{}", ex.context());
+    assert!(
+        ex.stdout
+            .contains("RESULT: strategy dma-buf ran; output equals the CPU plugin's; no copy was made"),
+        "{}",
+        ex.context()
+    );
+}
