@@ -60,11 +60,11 @@
 //!
 //! | strategy | SYCL side | NPU side (`MEM_TYPE`) | works on | zero-copy | costs | owns the memory |
 //! |----------|-----------|-----------------------|----------|-----------|-------|-----------------|
-//! | [`CardPath`] (the forum snippet) | `make_context(ownership::keep)` over the **NPU's** `ze_context`, then `malloc_shared` | CPU_VA | **nowhere with stock DPC++**: the NPU's Level Zero driver is never a SYCL platform. Returns [`ErrorKind::Unsupported`] `{ path: "card path" }` with the reason. It does run to the end for a context of a driver SYCL lists ([`CardPath::new`]) | — | — | — |
-//! | [`DmaBuf`] | `alloc_exportable_device_mem` → `export_device_mem_handle<dma_buf>` (device memory) | SHARED_BUF (a dma-buf **fd**) | every NPU driver that lists `DMA_BUF` among its import types (the doctor prints it). Intel's recommended Linux path; a real i915/xe → ivpu import is **unverified**. Verified on the virtual platform with adapters v1 and v2 | yes | one export plus one NPU import per tensor (page pinning and IOMMU mapping on real hardware). Each inference then costs nothing extra | the remote tensor: it holds the fd (closes it once) and the [`sycl::ExportableDeviceMemory`] |
+//! | [`CardPath`] (the forum snippet) | `make_context(ownership::keep)` over the **NPU's** `ze_context`, then `malloc_shared` | CPU_VA | **nowhere with stock DPC++**: the NPU's Level Zero driver is never a SYCL platform. Returns [`ErrorKind::Unsupported`] `{ path: "card path" }` with the reason. It does run to the end for a context of a driver SYCL lists ([`CardPath::new`]; `tests/strategies.rs`, `card_path_on_a_gpu_driver_context_runs_to_the_end_v1`/`_v2`) | — | — | — |
+//! | [`DmaBuf`] | `alloc_exportable_device_mem` → `export_device_mem_handle<dma_buf>` (device memory) | SHARED_BUF (a dma-buf **fd**) | a GPU driver that exports dma-bufs and an NPU driver that lists `DMA_BUF` among its import types (the doctor prints it). Intel's recommended Linux path; a real i915/xe → ivpu import is **unverified**. Verified on the virtual platform with adapters v1 and v2 | yes | one export plus one NPU import per tensor (page pinning and IOMMU mapping on real hardware). Each inference then costs nothing extra | the remote tensor: it holds the fd (closes it once) and the [`sycl::ExportableDeviceMemory`] |
 //! | [`CpuVa`] | `aligned_alloc_host` / `aligned_alloc_shared` (4096-aligned, size rounded up to 4096) | CPU_VA (system-memory import) | NPU drivers with `STANDARD_ALLOCATION` import (`ZE_extension_external_memmap_sysmem`). GPU-driver USM imported by the NPU as system memory is **unverified** on real i915/xe + ivpu | yes | one NPU import per tensor. Each inference then costs nothing extra | the remote tensor, which holds the [`sycl::UsmBuffer`] |
 //! | [`NpuToSycl`] | SYCL `memcpy` to and from the plugin's memory | L0 host tensor (`L0_INTERNAL_BUF`, allocated by the plugin) | wherever the NPU works | **no**: one CPU copy per transfer | none on the NPU side; every SYCL ⇄ NPU transfer costs one memcpy of the tensor's bytes | the plugin's allocation, freed with the remote tensor |
-//! | [`Auto`] | tries the four in this order and keeps the first that works | | chooses **dma-buf** on the virtual platform, and (presumably) on every Linux Core Ultra with stock DPC++ | | it runs each strategy's probe: a 4 KiB tensor written by SYCL, read through the NPU's mapping, and back | |
+//! | [`Auto`] | tries the four in this order and keeps the first that works | | chooses **dma-buf** on the virtual platform; expected (unverified) to do the same on Linux Core Ultra machines with stock DPC++ | | it runs each strategy's probe: a 4 KiB tensor written by SYCL, read through the NPU's mapping, and back | |
 //!
 //! Without SYCL, [`npu`] offers the same NPU memory paths to any host code: a CPU_VA tensor over a
 //! [`PageAlignedBuffer`](npu::PageAlignedBuffer) (moved into the tensor), a dma-buf tensor from any
@@ -100,7 +100,8 @@
 //!    (`L0_CONTEXT`) and destroys it with the `Core`. [`NpuContext`](npu::NpuContext) wraps it as
 //!    a borrowed [`level_zero::Context`] that never destroys it, and keeps the OpenVINO remote
 //!    context, and through it the Core, alive. A SYCL context made from a foreign `ze_context`
-//!    uses `ownership::keep` and holds its owner ([`sycl::LevelZeroOwnership::Keep`]). Proved by
+//!    with `ownership::keep` holds the context's owner as its keep-alive
+//!    ([`sycl::LevelZeroOwnership::Keep`]), so the owner cannot destroy it first. Proved by
 //!    `tests/npu_memory_paths.rs::npu_context_keeps_the_compiled_model_and_core_alive` and
 //!    `tests/sycl_shim.rs` (`keep_leaves_the_context_alive_v1`/`_v2`).
 //! 4. **A dma-buf fd is handed over by value.**
