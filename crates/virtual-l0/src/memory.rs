@@ -161,7 +161,7 @@ fn map_shared(fd: c_int, len: usize, align: usize) -> ZeResult<*mut c_void> {
         let m = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
         return if m == libc::MAP_FAILED { Err(ZE_RESULT_ERROR_INVALID_ARGUMENT) } else { Ok(m) };
     }
-    let span = len + align;
+    let span = round_up(len, PAGE) + align;
     // SAFETY: reserving fresh address space.
     let res = unsafe {
         libc::mmap(std::ptr::null_mut(), span, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
@@ -385,6 +385,35 @@ mod tests {
         free(DriverKind::Gpu, p).unwrap();
         assert!(lookup(DriverKind::Gpu, p).is_none());
         assert_eq!(free(DriverKind::Gpu, p), Err(ZE_RESULT_ERROR_INVALID_ARGUMENT));
+    }
+
+    #[test]
+    fn exportable_memory_with_large_alignment() {
+        // SAFETY: plain-C descriptor, fully initialised below.
+        let mut d: ze_external_memory_export_desc_t = unsafe { std::mem::zeroed() };
+        d.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC;
+        d.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+        let chain = &d as *const _ as *const c_void;
+        // SAFETY: a one-entry chain; the fd and mappings are checked and released below.
+        unsafe {
+            let p = allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, 5000, 1 << 16) }, &[chain]).unwrap();
+            assert_eq!(p as usize % (1 << 16), 0);
+            *(p as *mut u8).add(4999) = 42;
+            let fd = export_fd(DriverKind::Gpu, (p as *const u8).add(10).cast()).unwrap();
+            let mut st: libc::stat = std::mem::zeroed();
+            assert_eq!(libc::fstat(fd, &mut st), 0);
+            assert!(st.st_size >= 5000);
+            let m = libc::mmap(std::ptr::null_mut(), 5000, libc::PROT_READ, libc::MAP_SHARED, fd, 0);
+            assert_ne!(m, libc::MAP_FAILED);
+            assert_eq!(*(m as *const u8).add(4999), 42);
+            free(DriverKind::Gpu, p).unwrap();
+            assert_eq!(*(m as *const u8).add(4999), 42, "the exported fd keeps the pages");
+            libc::munmap(m, 5000);
+            libc::close(fd);
+            let plain = allocate(req(DriverKind::Gpu, 64, 0), &[]).unwrap();
+            assert_eq!(export_fd(DriverKind::Gpu, plain), Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE));
+            free(DriverKind::Gpu, plain).unwrap();
+        }
     }
 
     #[test]
