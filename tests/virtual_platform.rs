@@ -681,6 +681,85 @@ fn fault_injection_and_counters_api() {
     assert!(std::ptr::eq(vp, virtual_platform::activate().unwrap()), "activate is idempotent");
 }
 
+#[test]
+fn concurrent_threads_and_cross_thread_event_waits() {
+    let _s = serial();
+    let a = api();
+    let (gpu, _) = drivers();
+    let (ctx, dev) = (context(gpu), device_of(gpu));
+    let live0 = vp().counter("gpu.live_allocations");
+    let (ctx_u, dev_u) = (ctx as usize, dev as usize);
+    // SAFETY (whole test): valid handles, descriptors and buffers; each thread uses its own list.
+    let workers: Vec<_> = (0..6)
+        .map(|t| {
+            std::thread::spawn(move || unsafe {
+                let (ctx, dev) = (ctx_u as ze_context_handle_t, dev_u as ze_device_handle_t);
+                let mut qd: ze_command_queue_desc_t = zeroed();
+                qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+                let mut l: ze_command_list_handle_t = std::ptr::null_mut();
+                ok(a.zeCommandListCreateImmediate(ctx, dev, &qd, &mut l), "immediate");
+                let hd = host_desc(std::ptr::null());
+                for i in 0..200usize {
+                    let mut p: *mut c_void = std::ptr::null_mut();
+                    ok(a.zeMemAllocHost(ctx, &hd, 4096 + i, 0, &mut p), "alloc");
+                    let src = vec![(t * 31 + i) as u8; 4096 + i];
+                    ok(a.zeCommandListAppendMemoryCopy(l, p, src.as_ptr().cast(), src.len(), std::ptr::null_mut(), 0, std::ptr::null_mut()), "copy");
+                    assert_eq!(std::slice::from_raw_parts(p as *const u8, src.len()), &src[..]);
+                    assert_eq!(alloc_props(ctx, (p as *const u8).add(i).cast()).0.type_, ZE_MEMORY_TYPE_HOST);
+                    ok(a.zeMemFree(ctx, p), "free");
+                }
+                ok(a.zeCommandListDestroy(l), "destroy");
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    assert_eq!(vp().counter("gpu.live_allocations"), live0);
+
+    // A list that waits on an event blocks its executing thread until the host signals it.
+    // SAFETY: valid handles and descriptors.
+    unsafe {
+        let mut pd: ze_event_pool_desc_t = zeroed();
+        pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+        pd.count = 1;
+        let mut pool: ze_event_pool_handle_t = std::ptr::null_mut();
+        ok(a.zeEventPoolCreate(ctx, &pd, 0, std::ptr::null_mut(), &mut pool), "pool");
+        let mut ed: ze_event_desc_t = zeroed();
+        ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+        let mut e: ze_event_handle_t = std::ptr::null_mut();
+        ok(a.zeEventCreate(pool, &ed, &mut e), "event");
+        let mut qd: ze_command_queue_desc_t = zeroed();
+        qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+        let mut q: ze_command_queue_handle_t = std::ptr::null_mut();
+        ok(a.zeCommandQueueCreate(ctx, dev, &qd, &mut q), "queue");
+        let mut ld: ze_command_list_desc_t = zeroed();
+        ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+        let mut l: ze_command_list_handle_t = std::ptr::null_mut();
+        ok(a.zeCommandListCreate(ctx, dev, &ld, &mut l), "list");
+        let done = Box::leak(Box::new(std::sync::atomic::AtomicBool::new(false)));
+        let flag = Box::leak(Box::new([0u8; 1]));
+        let one = [1u8];
+        ok(a.zeCommandListAppendWaitOnEvents(l, 1, &mut { e }), "wait");
+        ok(a.zeCommandListAppendMemoryCopy(l, flag.as_mut_ptr().cast(), one.as_ptr().cast(), 1, std::ptr::null_mut(), 0, std::ptr::null_mut()), "copy");
+        ok(a.zeCommandListClose(l), "close");
+        let (q_u, l_u, done_r) = (q as usize, l as usize, &*done);
+        let runner = std::thread::spawn(move || {
+            let mut l = l_u as ze_command_list_handle_t;
+            ok(a.zeCommandQueueExecuteCommandLists(q_u as ze_command_queue_handle_t, 1, &mut l, std::ptr::null_mut()), "execute");
+            done_r.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!done.load(std::sync::atomic::Ordering::SeqCst), "the list waits for the event");
+        ok(a.zeEventHostSignal(e), "host signal");
+        runner.join().unwrap();
+        assert_eq!(flag[0], 1);
+        for r in [a.zeCommandListDestroy(l), a.zeCommandQueueDestroy(q), a.zeEventDestroy(e), a.zeEventPoolDestroy(pool), a.zeContextDestroy(ctx)] {
+            ok(r, "destroy");
+        }
+    }
+}
+
 /// Child-process bodies (return at once unless started by `run_child`).
 mod inner {
     use super::*;
