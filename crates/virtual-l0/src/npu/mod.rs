@@ -29,17 +29,31 @@ use crate::sys::*;
 const V1_0: u32 = ze_make_version(1, 0);
 const V1_1: u32 = ze_make_version(1, 1);
 
+const EXTENSIONS: [(&str, u32); 7] = [
+    (ZE_GRAPH_EXT_NAME, graph::GRAPH_EXT_VERSION),
+    (ZE_DRIVER_NPU_EXT_NAME, V1_0),
+    (ZE_COMMAND_QUEUE_NPU_EXT_NAME, V1_1),
+    (ZE_CONTEXT_NPU_EXT_NAME, V1_0),
+    (ZE_PROFILING_DATA_EXT_NAME, V1_0),
+    (ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME, V1_1),
+    (ZE_EXTERNAL_MEMMAP_SYSMEM_EXT_NAME, V1_0),
+];
+
 /// Extensions the NPU driver advertises, in order: (name, `ZE_MAKE_VERSION(major, minor)`).
+///
+/// `VL0_NPU_MUTABLE_COMMAND_LISTS=0` leaves out `ZE_experimental_mutable_command_list`, like an NPU
+/// driver (or loader older than 1.16.1) without it: the plugin then keeps its own buffers and copies
+/// every user tensor in and out on the CPU. Read once, at the first call.
 pub fn extension_properties() -> &'static [(&'static str, u32)] {
-    &[
-        (ZE_GRAPH_EXT_NAME, graph::GRAPH_EXT_VERSION),
-        (ZE_DRIVER_NPU_EXT_NAME, V1_0),
-        (ZE_COMMAND_QUEUE_NPU_EXT_NAME, V1_1),
-        (ZE_CONTEXT_NPU_EXT_NAME, V1_0),
-        (ZE_PROFILING_DATA_EXT_NAME, V1_0),
-        (ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME, V1_1),
-        (ZE_EXTERNAL_MEMMAP_SYSMEM_EXT_NAME, V1_0),
-    ]
+    static LIST: std::sync::OnceLock<Vec<(&'static str, u32)>> = std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        let without_mcl = std::env::var("VL0_NPU_MUTABLE_COMMAND_LISTS").is_ok_and(|v| v == "0");
+        EXTENSIONS
+            .iter()
+            .copied()
+            .filter(|(name, _)| !(without_mcl && *name == ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME))
+            .collect()
+    })
 }
 
 fn table_ptr<T>(t: &'static T) -> *mut c_void {
@@ -62,7 +76,7 @@ pub fn extension_function_address(name: &CStr) -> Option<*mut c_void> {
 /// Highest version of each table-bearing extension (the requested version may be lower: the tables are
 /// prefix-compatible, a caller of version v reads only the slots of v).
 fn table_version(name: &[u8]) -> Option<u32> {
-    extension_properties()
+    EXTENSIONS
         .iter()
         .find(|(n, _)| n.as_bytes() == name)
         .map(|&(_, v)| v)
