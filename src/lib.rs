@@ -175,10 +175,10 @@
 //! **every** user tensor is copied in and out. Proved by
 //! `tests/npu_memory_paths.rs::plain_tensors_page_aligned_are_imported_others_copied` (the graph
 //! reads the aligned tensors' own pages; the unaligned ones are not imported) and
-//! `tests/virtual_npu.rs::plain_page_aligned_tensors_are_imported_and_rebound`. The no-mutable-list
-//! case is OpenVINO 2026.4.1 behaviour measured outside this crate. The virtual NPU always
-//! advertises mutable command lists, so no test here runs that case. The crate reports the
-//! capability ([`NpuCapabilities::mutable_command_lists`](npu::NpuCapabilities::mutable_command_lists)),
+//! `tests/virtual_npu.rs::plain_page_aligned_tensors_are_imported_and_rebound`; the no-mutable-list
+//! case by `tests/without_mutable_command_lists.rs` (the virtual NPU started without the extension:
+//! even CPU_VA and page-aligned inputs are then copied, and the graph never reads their pages). The
+//! crate reports the capability ([`NpuCapabilities::mutable_command_lists`](npu::NpuCapabilities::mutable_command_lists)),
 //! and so does `npu-sycl-doctor`.
 //!
 //! ## Why did `make_context` with the NPU's context throw, and what should I do instead?
