@@ -235,6 +235,30 @@ fn environment_faults_fire() {
 }
 
 #[test]
+fn refuses_when_another_loader_is_already_loaded() {
+    // Build a stand-in "real" loader (SONAME libze_loader.so.1, no vl0_counter) with the C compiler.
+    let dir = std::env::temp_dir().join(format!("vl0-foreign-loader-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("foreign.c");
+    std::fs::write(&src, "int zeInit(int flags) { (void)flags; return 0; }\n").unwrap();
+    let lib = dir.join("libze_loader.so.1");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-Wl,-soname,libze_loader.so.1", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status();
+    match built {
+        Ok(s) if s.success() => {}
+        other => {
+            eprintln!("skipped: no C compiler to build a foreign loader ({other:?})");
+            return;
+        }
+    }
+    run_child("foreign_loader", &[("VL0_TEST_FOREIGN_LOADER", lib.to_str().unwrap())]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn drivers_and_devices() {
     let _s = serial();
     let a = api();
@@ -817,6 +841,21 @@ mod inner {
             assert_eq!(count(), (ZE_RESULT_SUCCESS, 2));
         }
         println!("VL0-CHILD-DONE init_visibility");
+    }
+
+    #[test]
+    fn foreign_loader() {
+        if !child("foreign_loader") {
+            return;
+        }
+        let path = CString::new(std::env::var("VL0_TEST_FOREIGN_LOADER").unwrap()).unwrap();
+        // SAFETY: a trivial library without initialisers; the handle stays loaded on purpose.
+        assert!(!unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) }.is_null());
+        let err = virtual_platform::activate().expect_err("a foreign loader is already loaded");
+        assert_eq!(err.kind(), &npu_sycl_bridge::ErrorKind::Library);
+        assert!(err.to_string().contains("already loaded"), "{err}");
+        assert!(virtual_platform::active().is_none());
+        println!("VL0-CHILD-DONE foreign_loader");
     }
 
     #[test]
