@@ -80,7 +80,8 @@ mod sycl {
         }
         build.compile("npu_sycl_bridge_shim");
 
-        let headers = ["include/npu_sycl_bridge/sycl_core.hpp", "include/npu_sycl_bridge/sycl_shim.hpp", "src/sycl/ffi.rs"];
+        let headers =
+            ["include/npu_sycl_bridge/sycl_core.hpp", "include/npu_sycl_bridge/sycl_shim.hpp", "src/sycl/ffi.rs"];
         for f in sources.iter().chain(headers.iter()) {
             println!("cargo:rerun-if-changed={f}");
         }

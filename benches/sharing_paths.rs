@@ -105,7 +105,8 @@ fn main() -> anyhow::Result<()> {
     }
     // 2. CPU_VA.
     {
-        let tensor = npu.cpu_va_tensor(PageAlignedBuffer::from_slice(&input)?, ElementType::F32, SHAPE, TensorType::Input)?;
+        let tensor =
+            npu.cpu_va_tensor(PageAlignedBuffer::from_slice(&input)?, ElementType::F32, SHAPE, TensorType::Input)?;
         let mut r = compiled.create_infer_request()?;
         results.push(measure("2  CPU_VA remote tensor", &mut r, |r| r.set_input_tensor(0, &tensor).unwrap()));
     }
@@ -114,7 +115,11 @@ fn main() -> anyhow::Result<()> {
         let (driver, device) = Driver::all()?
             .into_iter()
             .find_map(|d| {
-                let dev = d.devices().ok()?.into_iter().find(|v| v.properties().is_ok_and(|p| p.device_type == DeviceType::Gpu))?;
+                let dev = d
+                    .devices()
+                    .ok()?
+                    .into_iter()
+                    .find(|v| v.properties().is_ok_and(|p| p.device_type == DeviceType::Gpu))?;
                 Some((d, dev))
             })
             .ok_or_else(|| anyhow::anyhow!("no GPU driver"))?;
@@ -133,7 +138,8 @@ fn main() -> anyhow::Result<()> {
         let mut tensor = npu.l0_host_tensor(ElementType::F32, SHAPE, TensorType::Binded)?;
         tensor.host_bytes_mut()?.copy_from_slice(&input);
         let mut r = compiled.create_infer_request()?;
-        results.push(measure("4  L0 host tensor (resident floor)", &mut r, |r| r.set_input_tensor(0, &tensor).unwrap()));
+        results
+            .push(measure("4  L0 host tensor (resident floor)", &mut r, |r| r.set_input_tensor(0, &tensor).unwrap()));
     }
 
     let floor = results[4].median.as_secs_f64();

@@ -99,10 +99,7 @@ impl Counters {
     ];
 
     fn start(vp: &VirtualPlatform) -> Counters {
-        Counters {
-            names: Self::NAMES,
-            before: Self::NAMES.map(|n| vp.counter(n)),
-        }
+        Counters { names: Self::NAMES, before: Self::NAMES.map(|n| vp.counter(n)) }
     }
 
     fn delta(&self, vp: &VirtualPlatform, name: &str) -> u64 {
@@ -130,11 +127,7 @@ fn run() -> Result<bool> {
         }
         Selection::Real { loader, accel } => {
             let nodes: Vec<String> = accel.iter().map(|p| p.display().to_string()).collect();
-            println!(
-                "PLATFORM: REAL Intel NPU ({}), Level Zero loader {}",
-                nodes.join(", "),
-                loader.display()
-            );
+            println!("PLATFORM: REAL Intel NPU ({}), Level Zero loader {}", nodes.join(", "), loader.display());
         }
     }
 
@@ -157,32 +150,18 @@ fn run() -> Result<bool> {
         "Core::compile_model(&model, \"NPU\", ..)",
     );
     let core = Core::new().context("creating the OpenVINO core")?;
-    let model = core
-        .read_model_from_memory(&m.xml, &m.weights)
-        .context("reading the model")?;
-    let compiled = core
-        .compile_model(&model, "NPU", &Properties::new())
-        .context("compiling for the NPU")?;
+    let model = core.read_model_from_memory(&m.xml, &m.weights).context("reading the model")?;
+    let compiled = core.compile_model(&model, "NPU", &Properties::new()).context("compiling for the NPU")?;
     got(format!(
         "compiled (OpenVINO {}); EXECUTION_DEVICES = {}",
         Core::version().unwrap_or_else(|e| format!("? ({e})")),
-        compiled
-            .property("EXECUTION_DEVICES")
-            .unwrap_or_else(|e| format!("? ({e})"))
+        compiled.property("EXECUTION_DEVICES").unwrap_or_else(|e| format!("? ({e})"))
     ));
 
     // [2] the compiled model's remote context.
-    step(
-        2,
-        "auto remote = compiled_model.get_context();",
-        "CompiledModel::context()",
-    );
+    step(2, "auto remote = compiled_model.get_context();", "CompiledModel::context()");
     let remote = compiled.context().context("compiled_model.get_context()")?;
-    got(format!(
-        "remote context of device {:?}, params {:?}",
-        remote.device_name()?,
-        remote.params()?
-    ));
+    got(format!("remote context of device {:?}, params {:?}", remote.device_name()?, remote.params()?));
 
     // [3] as ZeroContext.
     step(
@@ -205,11 +184,7 @@ fn run() -> Result<bool> {
     ));
 
     // [4] its ze_context_handle_t.
-    step(
-        4,
-        "ze_context_handle_t ze_ctx = zero.get();",
-        "NpuContext::level_zero_context().as_raw()",
-    );
+    step(4, "ze_context_handle_t ze_ctx = zero.get();", "NpuContext::level_zero_context().as_raw()");
     let ze_ctx = npu.level_zero_context().as_raw();
     got(format!(
         "ze_context_handle_t = {ze_ctx:p} (L0_CONTEXT), on the NPU's driver {:p}\n\
@@ -228,11 +203,7 @@ fn run() -> Result<bool> {
         got("SYCL lists no platform at all (no usable Level Zero GPU driver)");
     }
     for p in &platforms {
-        let devs: Vec<String> = p
-            .devices()?
-            .iter()
-            .map(|d| format!("{:?} {:?}", d.device_type, d.name))
-            .collect();
+        let devs: Vec<String> = p.devices()?.iter().map(|d| format!("{:?} {:?}", d.device_type, d.name)).collect();
         got(format!(
             "SYCL platform [{}] {:?} ({:?}), Level Zero driver {:p}: {}",
             p.index,
@@ -244,12 +215,9 @@ fn run() -> Result<bool> {
     }
     let npu_platform = Platform::find_by_native_driver(npu.driver().as_raw())?;
     let npu_device = sycl::Device::find_by_native(npu.device().as_raw())?;
-    let gpu = sycl::devices()?
-        .into_iter()
-        .find(|d| d.is_level_zero() && d.device_type == DeviceType::Gpu)
-        .ok_or_else(|| {
-            anyhow!("no Level Zero GPU is a SYCL device here; every SYCL ⇄ NPU strategy needs the iGPU's")
-        })?;
+    let gpu = sycl::devices()?.into_iter().find(|d| d.is_level_zero() && d.device_type == DeviceType::Gpu).ok_or_else(
+        || anyhow!("no Level Zero GPU is a SYCL device here; every SYCL ⇄ NPU strategy needs the iGPU's"),
+    )?;
     match (&npu_platform, &npu_device) {
         (None, None) => got(format!(
             "NO SYCL platform wraps the NPU's driver {:p}, and no SYCL device is the NPU: the NPU is not a SYCL device.\n\
@@ -299,14 +267,10 @@ fn run() -> Result<bool> {
                     ));
                     wrapped("       ", e.message());
                 }
-                Ok(ctx) => got(format!(
-                    "forced with the GPU's device, make_context returned {ctx:?} (unexpected)"
-                )),
+                Ok(ctx) => got(format!("forced with the GPU's device, make_context returned {ctx:?} (unexpected)")),
             }
         }
-        Ok(card) => got(format!(
-            "the card path works here (SYCL lists the NPU's driver): {card:?}"
-        )),
+        Ok(card) => got(format!("the card path works here (SYCL lists the NPU's driver): {card:?}")),
     }
 
     // [7] malloc_shared in that context.
@@ -326,11 +290,7 @@ fn run() -> Result<bool> {
     let sycl_context = sycl::Context::new(&gpu).context("sycl::context(gpu)")?;
     let auto = Auto::select(&npu, &sycl_context, &gpu).context("Auto::select")?;
     let decision = auto.decision();
-    got(format!(
-        "Auto chose: {} (zero-copy: {})",
-        decision.chosen,
-        yes(decision.chosen.is_zero_copy())
-    ));
+    got(format!("Auto chose: {} (zero-copy: {})", decision.chosen, yes(decision.chosen.is_zero_copy())));
     for (kind, outcome) in &decision.attempts {
         match outcome {
             Ok(()) => println!("       {:<14} works", kind.as_str()),
@@ -350,16 +310,10 @@ fn run() -> Result<bool> {
     wrapped("       decision report: ", &decision.to_string());
 
     let (din, dout) = (&m.inputs[0], &m.outputs[0]);
-    let mut input = auto
-        .tensor(din.element_type, din.shape.clone(), TensorType::Input)
-        .context("the input tensor")?;
-    let output = auto
-        .tensor(dout.element_type, dout.shape.clone(), TensorType::Output)
-        .context("the output tensor")?;
+    let mut input = auto.tensor(din.element_type, din.shape.clone(), TensorType::Input).context("the input tensor")?;
+    let output = auto.tensor(dout.element_type, dout.shape.clone(), TensorType::Output).context("the output tensor")?;
     let sample = m.sample_input(0);
-    input
-        .write(auto.queue(), 0, &sample)
-        .context("writing the input through SYCL")?;
+    input.write(auto.queue(), 0, &sample).context("writing the input through SYCL")?;
     describe_tensor("input ", &input)?;
     describe_tensor("output", &output)?;
 
@@ -392,9 +346,7 @@ fn run() -> Result<bool> {
         "q.memcpy(host, out, bytes).wait();  // compare with the CPU plugin",
         "SharedTensor::read_to_vec(queue); the same model on \"CPU\"",
     );
-    let npu_out: Vec<u8> = output
-        .read_to_vec(auto.queue())
-        .context("reading the output through SYCL")?;
+    let npu_out: Vec<u8> = output.read_to_vec(auto.queue()).context("reading the output through SYCL")?;
     let cpu_out = cpu_output(&core, &m, &sample)?;
     let same = match m.compare(0, &cpu_out, &npu_out) {
         Ok(()) => {
@@ -425,11 +377,7 @@ fn run() -> Result<bool> {
         "RESULT: strategy {} ran; output {} the CPU plugin's; {}",
         auto.kind(),
         if same { "equals" } else { "DIFFERS FROM" },
-        if zero_copy {
-            "no copy was made"
-        } else {
-            "copies were made (see step 11)"
-        }
+        if zero_copy { "no copy was made" } else { "copies were made (see step 11)" }
     );
     // Teardown in any order is sound; this is the natural one: request, tensors, strategy, contexts.
     drop(request);

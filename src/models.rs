@@ -318,7 +318,8 @@ impl Ir {
         xml.push_str(&self.layers);
         xml.push_str("\n  </layers>\n  <edges>");
         for (fl, fp, tl, tp) in &self.edges {
-            let _ = write!(xml, "\n    <edge from-layer=\"{fl}\" from-port=\"{fp}\" to-layer=\"{tl}\" to-port=\"{tp}\"/>");
+            let _ =
+                write!(xml, "\n    <edge from-layer=\"{fl}\" from-port=\"{fp}\" to-layer=\"{tl}\" to-port=\"{tp}\"/>");
         }
         xml.push_str("\n  </edges>\n</net>\n");
         (xml, self.weights)
@@ -458,10 +459,7 @@ pub fn multi_io() -> ReferenceModel {
         name: "multi_io",
         xml,
         weights,
-        inputs: vec![
-            TensorDesc::new("a", ElementType::F32, &[1, N]),
-            TensorDesc::new("b", ElementType::F32, &[1, N]),
-        ],
+        inputs: vec![TensorDesc::new("a", ElementType::F32, &[1, N]), TensorDesc::new("b", ElementType::F32, &[1, N])],
         outputs: vec![
             TensorDesc::new("sum", ElementType::F32, &[1, N]),
             TensorDesc::new("product", ElementType::F32, &[1, N]),

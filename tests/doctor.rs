@@ -30,10 +30,7 @@ impl Run {
     }
 
     fn context(&self) -> String {
-        format!(
-            "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
+        format!("exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}", self.code, self.stdout, self.stderr)
     }
 }
 
@@ -60,22 +57,14 @@ fn json() -> &'static (Run, Value) {
 
 /// The line of the table's section `section` (a heading) whose words start with `first`.
 fn rows<'a>(out: &'a str, section: &str) -> Vec<&'a str> {
-    out.lines()
-        .skip_while(|l| !l.starts_with(section))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .collect()
+    out.lines().skip_while(|l| !l.starts_with(section)).skip(1).take_while(|l| !l.trim().is_empty()).collect()
 }
 
 /// The strategy table's rows as (strategy, memory, result, zero-copy), parsed by column.
 fn strategy_rows(out: &str) -> Vec<(String, String, String, String)> {
     let lines = rows(out, "SHARING STRATEGIES");
     let header = lines[0];
-    let col = |name: &str| {
-        header
-            .find(name)
-            .unwrap_or_else(|| panic!("column {name} in {header:?}"))
-    };
+    let col = |name: &str| header.find(name).unwrap_or_else(|| panic!("column {name} in {header:?}"));
     let (memory, result, zero) = (col("memory"), col("result"), col("zero-copy"));
     lines[1..]
         .iter()
@@ -83,19 +72,10 @@ fn strategy_rows(out: &str) -> Vec<(String, String, String, String)> {
         .map(|l| {
             let chars: Vec<char> = l.chars().collect();
             let cell = |a: usize, b: usize| {
-                chars[a.min(chars.len())..b.min(chars.len())]
-                    .iter()
-                    .collect::<String>()
-                    .trim()
-                    .to_string()
+                chars[a.min(chars.len())..b.min(chars.len())].iter().collect::<String>().trim().to_string()
             };
             // Column offsets are in chars; the header is ASCII, so byte offsets are char offsets.
-            (
-                cell(0, memory),
-                cell(memory, result),
-                cell(result, zero),
-                cell(zero, chars.len()),
-            )
+            (cell(0, memory), cell(memory, result), cell(result, zero), cell(zero, chars.len()))
         })
         .collect()
 }
@@ -105,10 +85,7 @@ fn doctor_lists_the_virtual_gpu_and_npu_drivers_and_which_sycl_sees() {
     let run = table();
     assert_eq!(run.code, Some(0), "{}", run.context());
     let out = &run.stdout;
-    assert!(
-        out.contains("PLATFORM: VIRTUAL"),
-        "says it is the virtual platform:\n{out}"
-    );
+    assert!(out.contains("PLATFORM: VIRTUAL"), "says it is the virtual platform:\n{out}");
     let drivers = rows(out, "LEVEL ZERO DRIVERS");
     let gpu = drivers
         .iter()
@@ -119,30 +96,13 @@ fn doctor_lists_the_virtual_gpu_and_npu_drivers_and_which_sycl_sees() {
         .find(|l| l.contains("NPU \"Intel(R) AI Boost (virtual-l0)\""))
         .unwrap_or_else(|| panic!("the virtual NPU driver is listed:\n{out}"));
     assert!(gpu.contains("yes (platform 0)"), "SYCL sees the GPU driver: {gpu}");
-    assert!(
-        !npu.contains("yes (platform"),
-        "SYCL does not see the NPU driver: {npu}"
-    );
-    assert!(
-        npu.split_whitespace().any(|w| w == "no"),
-        "the NPU driver's SYCL column says no: {npu}"
-    );
+    assert!(!npu.contains("yes (platform"), "SYCL does not see the NPU driver: {npu}");
+    assert!(npu.split_whitespace().any(|w| w == "no"), "the NPU driver's SYCL column says no: {npu}");
     assert!(out.contains("Intel NPU driver uuid"), "{out}");
-    assert!(
-        out.contains("ZE_experimental_mutable_command_list"),
-        "the NPU driver's extensions are listed:\n{out}"
-    );
-    assert!(
-        out.contains("version  loader "),
-        "zelLoaderGetVersions is reported:\n{out}"
-    );
+    assert!(out.contains("ZE_experimental_mutable_command_list"), "the NPU driver's extensions are listed:\n{out}");
+    assert!(out.contains("version  loader "), "zelLoaderGetVersions is reported:\n{out}");
     let openvino = rows(out, "OPENVINO");
-    assert!(
-        openvino
-            .iter()
-            .any(|l| l.contains("devices") && l.contains("NPU") && l.contains("CPU")),
-        "{out}"
-    );
+    assert!(openvino.iter().any(|l| l.contains("devices") && l.contains("NPU") && l.contains("CPU")), "{out}");
 }
 
 #[test]
@@ -165,12 +125,7 @@ fn doctor_reports_the_strategies_the_strategy_tests_prove() {
     let copy = find("NPU→SYCL copy", "L0 host tensor");
     assert_eq!((copy.2.as_str(), copy.3.as_str()), ("works", "no"), "{copy:?}");
     // The card path's reason, as the typed error says it.
-    let details: String = out
-        .lines()
-        .skip_while(|l| !l.contains("- card path"))
-        .take(4)
-        .collect::<Vec<_>>()
-        .join(" ");
+    let details: String = out.lines().skip_while(|l| !l.contains("- card path")).take(4).collect::<Vec<_>>().join(" ");
     let details = details.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(details.contains("the card path is not supported here"), "{details}");
     assert!(details.contains("no SYCL platform wraps that driver"), "{details}");
@@ -184,32 +139,17 @@ fn doctor_json_parses_and_agrees_with_the_table() {
     assert_eq!(run.code, Some(0), "{}", run.context());
     assert_eq!(v["platform"]["virtual"], Value::Bool(true));
     assert_eq!(v["loader"]["virtual"], Value::Bool(true));
-    assert!(
-        v["loader"]["versions"].as_array().is_some_and(|a| !a.is_empty()),
-        "{v:#}"
-    );
+    assert!(v["loader"]["versions"].as_array().is_some_and(|a| !a.is_empty()), "{v:#}");
 
     let drivers = v["drivers"].as_array().expect("drivers");
-    let by_kind = |k: &str| {
-        drivers
-            .iter()
-            .find(|d| d["kind"] == k)
-            .unwrap_or_else(|| panic!("{k} driver in {v:#}"))
-    };
+    let by_kind = |k: &str| drivers.iter().find(|d| d["kind"] == k).unwrap_or_else(|| panic!("{k} driver in {v:#}"));
     let (gpu, npu) = (by_kind("GPU"), by_kind("NPU"));
     assert!(gpu["sycl_platform"].is_object(), "SYCL sees the GPU driver: {gpu:#}");
-    assert!(
-        npu["sycl_platform"].is_null(),
-        "SYCL does not see the NPU driver: {npu:#}"
-    );
+    assert!(npu["sycl_platform"].is_null(), "SYCL does not see the NPU driver: {npu:#}");
     assert_eq!(npu["intel_npu_driver"], Value::Bool(true));
     assert_eq!(gpu["devices"][0]["name"], "Virtual Intel(R) Graphics (virtual-l0)");
     assert_eq!(npu["devices"][0]["name"], "Intel(R) AI Boost (virtual-l0)");
-    assert!(npu["extensions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|e| e["name"] == "ZE_experimental_mutable_command_list"));
+    assert!(npu["extensions"].as_array().unwrap().iter().any(|e| e["name"] == "ZE_experimental_mutable_command_list"));
 
     // The same strategies, in the same order, with the same results as the table.
     let table_rows = strategy_rows(&table().stdout);
@@ -227,17 +167,8 @@ fn doctor_json_parses_and_agrees_with_the_table() {
         assert_eq!(zc, t.3, "{t:?} vs {j:#}");
     }
     let card = &json_rows[0];
-    assert_eq!(
-        (card["kind"].as_str(), card["status"].as_str()),
-        (Some("CardPath"), Some("unsupported"))
-    );
-    assert!(
-        card["detail"]
-            .as_str()
-            .unwrap()
-            .contains("no SYCL platform wraps that driver"),
-        "{card:#}"
-    );
+    assert_eq!((card["kind"].as_str(), card["status"].as_str()), (Some("CardPath"), Some("unsupported")));
+    assert!(card["detail"].as_str().unwrap().contains("no SYCL platform wraps that driver"), "{card:#}");
     assert_eq!(v["auto"]["chosen"], "dma-buf");
     let working = v["working"].as_array().unwrap();
     assert_eq!(working.len(), 4, "{v:#}");
@@ -254,16 +185,8 @@ fn doctor_exits_non_zero_when_no_strategy_works() {
             .expect("spawn npu-sycl-doctor"),
     );
     assert_eq!(run.code, Some(1), "{}", run.context());
-    assert!(
-        run.stdout.contains("RESULT: no SYCL ⇄ NPU sharing strategy works here"),
-        "{}",
-        run.context()
-    );
-    assert!(
-        strategy_rows(&run.stdout).iter().all(|r| r.2 == "not run"),
-        "{}",
-        run.context()
-    );
+    assert!(run.stdout.contains("RESULT: no SYCL ⇄ NPU sharing strategy works here"), "{}", run.context());
+    assert!(strategy_rows(&run.stdout).iter().all(|r| r.2 == "not run"), "{}", run.context());
 
     let bad = doctor(&["--no-such-flag"]);
     assert_eq!(bad.code, Some(2), "{}", bad.context());
@@ -286,47 +209,24 @@ fn forum_port() -> PathBuf {
 
 #[test]
 fn forum_port_example_runs_auto_dma_buf_without_copies() {
-    let run = Run::from(
-        Command::new(forum_port())
-            .arg("--virtual")
-            .output()
-            .expect("spawn forum_port"),
-    );
+    let run = Run::from(Command::new(forum_port()).arg("--virtual").output().expect("spawn forum_port"));
     assert_eq!(run.code, Some(0), "{}", run.context());
     let out = &run.stdout;
-    assert!(
-        out.contains("PLATFORM: VIRTUAL"),
-        "says it runs on the virtual platform:\n{out}"
-    );
+    assert!(out.contains("PLATFORM: VIRTUAL"), "says it runs on the virtual platform:\n{out}");
     // Each step of the snippet, numbered, in order.
     let mut at = 0;
     for n in 1..=11 {
         let tag = format!("\n[{n}] ");
-        at = out[at..]
-            .find(&tag)
-            .map(|i| at + i)
-            .unwrap_or_else(|| panic!("step [{n}] in order:\n{out}"));
+        at = out[at..].find(&tag).map(|i| at + i).unwrap_or_else(|| panic!("step [{n}] in order:\n{out}"));
     }
-    assert!(
-        out.contains("ErrorKind::Unsupported { path: \"card path\" }"),
-        "the card path's typed error:\n{out}"
-    );
-    assert!(
-        out.contains("does not accept device"),
-        "make_context's own error when forced:\n{out}"
-    );
+    assert!(out.contains("ErrorKind::Unsupported { path: \"card path\" }"), "the card path's typed error:\n{out}");
+    assert!(out.contains("does not accept device"), "make_context's own error when forced:\n{out}");
     assert!(out.contains("Auto chose: dma-buf (zero-copy: yes)"), "{out}");
-    assert!(
-        out.contains("decision report: chose dma-buf because card path:"),
-        "{out}"
-    );
+    assert!(out.contains("decision report: chose dma-buf because card path:"), "{out}");
     assert!(out.contains("equals the CPU plugin's"), "{out}");
     assert!(out.contains("gpu.bytes_copied +0, npu.bytes_copied +0"), "{out}");
     assert!(out.contains("npu.graph_args.dma_buf +2"), "{out}");
-    assert!(
-        out.contains("RESULT: strategy dma-buf ran; output equals the CPU plugin's; no copy was made"),
-        "{out}"
-    );
+    assert!(out.contains("RESULT: strategy dma-buf ran; output equals the CPU plugin's; no copy was made"), "{out}");
 }
 
 #[test]
@@ -355,10 +255,7 @@ fn doctor_and_example_give_the_same_answers_under_adapter_v2() {
         .iter()
         .map(|s| (s["strategy"].as_str().unwrap(), s["status"].as_str().unwrap()))
         .collect();
-    assert_eq!(
-        statuses, statuses_v1,
-        "adapter v2 vs the default (v1 on the virtual GPU)"
-    );
+    assert_eq!(statuses, statuses_v1, "adapter v2 vs the default (v1 on the virtual GPU)");
     assert_eq!(v["auto"]["chosen"], "dma-buf");
 
     let ex = Run::from(
@@ -371,8 +268,7 @@ fn doctor_and_example_give_the_same_answers_under_adapter_v2() {
     );
     assert_eq!(ex.code, Some(0), "{}", ex.context());
     assert!(
-        ex.stdout
-            .contains("RESULT: strategy dma-buf ran; output equals the CPU plugin's; no copy was made"),
+        ex.stdout.contains("RESULT: strategy dma-buf ran; output equals the CPU plugin's; no copy was made"),
         "{}",
         ex.context()
     );

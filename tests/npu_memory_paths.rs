@@ -56,10 +56,10 @@ fn setup(m: ReferenceModel) -> Setup {
     vp();
     let core = core();
     let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
-    let npu_model = core.compile_model(&model, "NPU", &Properties::new()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
-    let cpu_model = core
-        .compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32"))
-        .unwrap();
+    let npu_model =
+        core.compile_model(&model, "NPU", &Properties::new()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
+    let cpu_model =
+        core.compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32")).unwrap();
     let npu = NpuContext::from_compiled_model(&npu_model).unwrap();
     Setup { m, npu_model, cpu_model, npu }
 }
@@ -98,10 +98,7 @@ impl Setup {
 
 /// A different input: the sample input scaled by -1 (every value stays a multiple of 1/16).
 fn other_input(m: &ReferenceModel, i: usize) -> Vec<u8> {
-    m.sample_input(i)
-        .chunks_exact(4)
-        .flat_map(|c| (-f32::from_le_bytes(c.try_into().unwrap())).to_le_bytes())
-        .collect()
+    m.sample_input(i).chunks_exact(4).flat_map(|c| (-f32::from_le_bytes(c.try_into().unwrap())).to_le_bytes()).collect()
 }
 
 fn write_remote(t: &mut RemoteTensor, bytes: &[u8]) {
@@ -196,7 +193,14 @@ fn npu_context_keeps_the_compiled_model_and_core_alive() {
     let b = m.sample_input(1);
     let mut ta = npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     write_remote(&mut ta, &a);
-    let tb = npu.cpu_va_tensor(PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let tb = npu
+        .cpu_va_tensor(
+            PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(),
+            ElementType::F32,
+            [1, 1024],
+            TensorType::Input,
+        )
+        .unwrap();
     drop(npu);
     request.set_input_tensor(0, &ta).unwrap();
     request.set_input_tensor(1, &tb).unwrap();
@@ -243,7 +247,11 @@ fn l0_host_tensors_match_the_cpu_plugin_without_copies() {
     r.infer().unwrap();
     s.assert_matches_cpu(&[y], &[read_remote(&output)]);
     assert_eq!(counter("npu.bytes_copied"), copied0, "no device copies");
-    assert_eq!((counter("npu.graph_args.sysmem"), counter("npu.graph_args.dma_buf")), (sys0, fd0), "plugin memory, no imports");
+    assert_eq!(
+        (counter("npu.graph_args.sysmem"), counter("npu.graph_args.dma_buf")),
+        (sys0, fd0),
+        "plugin memory, no imports"
+    );
 }
 
 #[test]
@@ -256,9 +264,23 @@ fn cpu_va_tensors_match_the_cpu_plugin_zero_copy() {
     let buf_a = PageAlignedBuffer::from_slice(&f32s(&a)).unwrap();
     let va_a = buf_a.as_ptr();
     let mut ta = s.npu.cpu_va_tensor(buf_a, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
-    let tb = s.npu.cpu_va_tensor(PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
-    let sum = s.npu.cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], TensorType::Output).unwrap();
-    let product = s.npu.cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+    let tb = s
+        .npu
+        .cpu_va_tensor(
+            PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(),
+            ElementType::F32,
+            [1, 1024],
+            TensorType::Input,
+        )
+        .unwrap();
+    let sum = s
+        .npu
+        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], TensorType::Output)
+        .unwrap();
+    let product = s
+        .npu
+        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], TensorType::Binded)
+        .unwrap();
     // The VA the NPU uses is the buffer's own.
     assert_eq!(ta.params().unwrap().mem_handle.cast_const(), va_a);
     assert_eq!(ta.params().unwrap().mem_type, Some(MemType::CpuVa));
@@ -415,7 +437,16 @@ fn bad_fds_are_typed_errors_without_leaks() {
     // SAFETY: fstat on any number is harmless.
     if unsafe { libc::fcntl(closed, libc::F_GETFD) } == -1 {
         // SAFETY: as above: a number that is not open; the API forgets it.
-        let e = s.npu.dma_buf_tensor(unsafe { OwnedFd::from_raw_fd(closed) }, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap_err();
+        let e = s
+            .npu
+            .dma_buf_tensor(
+                unsafe { OwnedFd::from_raw_fd(closed) },
+                4096,
+                ElementType::F32,
+                [1, 1024],
+                TensorType::Input,
+            )
+            .unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
     }
 
@@ -441,7 +472,10 @@ fn bad_fds_are_typed_errors_without_leaks() {
     // dup_fd keeps the caller's fd.
     let g = gpu();
     let (_m3, mine) = g.exported(4096, None);
-    let t = s.npu.dma_buf_tensor(dup_fd(mine.as_fd()).unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let t = s
+        .npu
+        .dma_buf_tensor(dup_fd(mine.as_fd()).unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input)
+        .unwrap();
     drop(t);
     // SAFETY: fcntl on our own open fd.
     assert_ne!(unsafe { libc::fcntl(mine.as_raw_fd(), libc::F_GETFD) }, -1, "our fd is still open");
@@ -454,11 +488,17 @@ fn bad_cpu_va_memory_is_rejected_before_openvino() {
     let sysmem0 = counter("npu.imports.sysmem");
 
     // Byte size not a page multiple: 1000 f32 = 4000 bytes.
-    let e = s.npu.cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1000], TensorType::Input).unwrap_err();
+    let e = s
+        .npu
+        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1000], TensorType::Input)
+        .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Alignment { what: "CPU_VA byte size", required: 4096, actual: 4000 }, "{e}");
 
     // Buffer smaller than the tensor.
-    let e = s.npu.cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 2048], TensorType::Input).unwrap_err();
+    let e = s
+        .npu
+        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 2048], TensorType::Input)
+        .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Size { needed: 8192, available: 4096 }, "{e}");
 
     // Misaligned pointer.
@@ -466,17 +506,24 @@ fn bad_cpu_va_memory_is_rejected_before_openvino() {
     // SAFETY: 64 bytes into a 12 KiB buffer that outlives the (failed) call.
     let p = unsafe { buf.as_mut_ptr().cast::<u8>().add(64) }.cast::<c_void>();
     // SAFETY: p is valid for 8192 bytes; nothing is created (the call fails before OpenVINO).
-    let e = unsafe { s.npu.cpu_va_tensor_from_raw(p, 8192, None, ElementType::F32, [1, 1024], TensorType::Input) }.unwrap_err();
+    let e = unsafe { s.npu.cpu_va_tensor_from_raw(p, 8192, None, ElementType::F32, [1, 1024], TensorType::Input) }
+        .unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Alignment { what: "CPU_VA pointer", required: 4096, .. }), "{e}");
     assert!(e.to_string().contains("4096"), "{e}");
 
     // byte_len smaller than the tensor.
     // SAFETY: as above.
-    let e = unsafe { s.npu.cpu_va_tensor_from_raw(buf.as_mut_ptr(), 2048, None, ElementType::F32, [1, 1024], TensorType::Input) }.unwrap_err();
+    let e = unsafe {
+        s.npu.cpu_va_tensor_from_raw(buf.as_mut_ptr(), 2048, None, ElementType::F32, [1, 1024], TensorType::Input)
+    }
+    .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Size { needed: 4096, available: 2048 }, "{e}");
 
     // Element types without a fixed size, and empty shapes.
-    let e = s.npu.cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::Dynamic, [1, 1024], TensorType::Input).unwrap_err();
+    let e = s
+        .npu
+        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::Dynamic, [1, 1024], TensorType::Input)
+        .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::ElementType, "{e}");
     let e = s.npu.l0_host_tensor(ElementType::F32, [0, 1024], TensorType::Input).unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Shape, "{e}");
@@ -491,7 +538,10 @@ fn binding_checks_element_type_and_shape() {
     let mut r = s.request();
     let live0 = counter("npu.live_allocations");
     {
-        let wrong_type = s.npu.cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::I32, [1, 1024], TensorType::Input).unwrap();
+        let wrong_type = s
+            .npu
+            .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::I32, [1, 1024], TensorType::Input)
+            .unwrap();
         let e = r.set_input_tensor(0, &wrong_type).unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::ElementType, "{e}");
         let wrong_shape = s.npu.l0_host_tensor(ElementType::F32, [2, 512], TensorType::Input).unwrap();
@@ -526,7 +576,10 @@ fn thousand_create_bind_infer_drop_cycles_leak_nothing() {
         if i % 250 == 0 {
             request = s.request(); // also drop and recreate requests
         }
-        let ta = s.npu.cpu_va_tensor(PageAlignedBuffer::from_slice(&a32).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+        let ta = s
+            .npu
+            .cpu_va_tensor(PageAlignedBuffer::from_slice(&a32).unwrap(), ElementType::F32, [1, 1024], TensorType::Input)
+            .unwrap();
         let (_mem_b, fd_b) = g.exported(4096, Some(&b));
         let tb = s.npu.dma_buf_tensor(fd_b, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
         let tsum = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
@@ -573,24 +626,51 @@ fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refu
     // Inside the allocation: the plugin would read from the allocation's start. Refused.
     // SAFETY: in bounds of the 8 KiB allocation owned by `keep`; the call fails before OpenVINO.
     let e = unsafe {
-        s.npu.cpu_va_tensor_from_raw(va.add(4096).cast(), 4096, Some(keep.clone()), ElementType::F32, [1, 1024], TensorType::Input)
+        s.npu.cpu_va_tensor_from_raw(
+            va.add(4096).cast(),
+            4096,
+            Some(keep.clone()),
+            ElementType::F32,
+            [1, 1024],
+            TensorType::Input,
+        )
     }
     .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{e}");
     assert!(e.to_string().contains("4096 bytes into an existing allocation"), "{e}");
     // Larger than the allocation.
     // SAFETY: as above.
-    let e = unsafe { s.npu.cpu_va_tensor_from_raw(va.cast(), 1 << 20, Some(keep.clone()), ElementType::F32, [1, 4096], TensorType::Input) }
-        .unwrap_err();
+    let e = unsafe {
+        s.npu.cpu_va_tensor_from_raw(
+            va.cast(),
+            1 << 20,
+            Some(keep.clone()),
+            ElementType::F32,
+            [1, 4096],
+            TensorType::Input,
+        )
+    }
+    .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Size { needed: 16384, available: 8192 }, "{e}");
 
     // At its start: reused (no import), and the inference reads the right bytes.
     // SAFETY: the first 4096 bytes of the allocation `keep` (the L0 tensor) owns.
-    let ta = unsafe { s.npu.cpu_va_tensor_from_raw(va.cast(), 8192, Some(keep), ElementType::F32, [1, 1024], TensorType::Input) }.unwrap();
+    let ta = unsafe {
+        s.npu.cpu_va_tensor_from_raw(va.cast(), 8192, Some(keep), ElementType::F32, [1, 1024], TensorType::Input)
+    }
+    .unwrap();
     assert_eq!(counter("npu.imports.sysmem"), sysmem0, "no import: the plugin reuses its own allocation");
     assert_eq!(ta.params().unwrap().mem_handle.cast::<u8>(), va);
     drop(big);
-    let tb = s.npu.cpu_va_tensor(PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let tb = s
+        .npu
+        .cpu_va_tensor(
+            PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(),
+            ElementType::F32,
+            [1, 1024],
+            TensorType::Input,
+        )
+        .unwrap();
     let mut r = s.request();
     r.set_input_tensor(0, &ta).unwrap();
     r.set_input_tensor(1, &tb).unwrap();
@@ -625,7 +705,9 @@ fn driver_failures_surface_as_errors_and_release_the_memory() {
     let keep: KeepAlive = Arc::new(Owner(drops.clone(), buf));
     vp().inject_fault("zeMemAllocHost", 1, 0x7000_0002).unwrap();
     // SAFETY: p is the page-aligned 4096-byte buffer owned by `keep`.
-    let e = unsafe { s.npu.cpu_va_tensor_from_raw(p, 4096, Some(keep), ElementType::F32, [1, 1024], TensorType::Input) }.unwrap_err();
+    let e =
+        unsafe { s.npu.cpu_va_tensor_from_raw(p, 4096, Some(keep), ElementType::F32, [1, 1024], TensorType::Input) }
+            .unwrap_err();
     vp().clear_faults();
     assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "{e:?}");
     assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 1, "the keep-alive was dropped on error");

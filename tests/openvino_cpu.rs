@@ -42,7 +42,10 @@ fn every_model_matches_the_reference_exactly() {
             assert_eq!(p.shape.as_ref(), Some(&d.shape));
         }
         let outs = compiled.outputs().unwrap();
-        assert_eq!(outs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), m.outputs.iter().map(|d| d.name.as_str()).collect::<Vec<_>>());
+        assert_eq!(
+            outs.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            m.outputs.iter().map(|d| d.name.as_str()).collect::<Vec<_>>()
+        );
         let mut r = compiled.create_infer_request().unwrap();
         for (i, t) in sample_tensors(&m).iter().enumerate() {
             r.set_input_tensor(i, t).unwrap();

@@ -65,14 +65,38 @@ macro_rules! both_adapters {
     };
 }
 
-both_adapters!(card_path_on_the_npu_context_is_unsupported, card_path_on_the_npu_context_is_unsupported_v1, card_path_on_the_npu_context_is_unsupported_v2);
-both_adapters!(cross_driver_make_context_is_an_error, cross_driver_make_context_is_an_error_v1, cross_driver_make_context_is_an_error_v2);
-both_adapters!(card_path_on_a_gpu_driver_context_runs_to_the_end, card_path_on_a_gpu_driver_context_runs_to_the_end_v1, card_path_on_a_gpu_driver_context_runs_to_the_end_v2);
+both_adapters!(
+    card_path_on_the_npu_context_is_unsupported,
+    card_path_on_the_npu_context_is_unsupported_v1,
+    card_path_on_the_npu_context_is_unsupported_v2
+);
+both_adapters!(
+    cross_driver_make_context_is_an_error,
+    cross_driver_make_context_is_an_error_v1,
+    cross_driver_make_context_is_an_error_v2
+);
+both_adapters!(
+    card_path_on_a_gpu_driver_context_runs_to_the_end,
+    card_path_on_a_gpu_driver_context_runs_to_the_end_v1,
+    card_path_on_a_gpu_driver_context_runs_to_the_end_v2
+);
 both_adapters!(dma_buf_matches_cpu_zero_copy, dma_buf_matches_cpu_zero_copy_v1, dma_buf_matches_cpu_zero_copy_v2);
-both_adapters!(cpu_va_host_and_shared_usm_match_cpu_zero_copy, cpu_va_host_and_shared_usm_match_cpu_zero_copy_v1, cpu_va_host_and_shared_usm_match_cpu_zero_copy_v2);
-both_adapters!(npu_to_sycl_copies_and_refuses_zero_copy, npu_to_sycl_copies_and_refuses_zero_copy_v1, npu_to_sycl_copies_and_refuses_zero_copy_v2);
+both_adapters!(
+    cpu_va_host_and_shared_usm_match_cpu_zero_copy,
+    cpu_va_host_and_shared_usm_match_cpu_zero_copy_v1,
+    cpu_va_host_and_shared_usm_match_cpu_zero_copy_v2
+);
+both_adapters!(
+    npu_to_sycl_copies_and_refuses_zero_copy,
+    npu_to_sycl_copies_and_refuses_zero_copy_v1,
+    npu_to_sycl_copies_and_refuses_zero_copy_v2
+);
 both_adapters!(auto_picks_dma_buf_and_says_why, auto_picks_dma_buf_and_says_why_v1, auto_picks_dma_buf_and_says_why_v2);
-both_adapters!(sycl_access_is_sycl_memory_and_excludes_inference, sycl_access_is_sycl_memory_and_excludes_inference_v1, sycl_access_is_sycl_memory_and_excludes_inference_v2);
+both_adapters!(
+    sycl_access_is_sycl_memory_and_excludes_inference,
+    sycl_access_is_sycl_memory_and_excludes_inference_v1,
+    sycl_access_is_sycl_memory_and_excludes_inference_v2
+);
 both_adapters!(drops_in_any_order_are_sound, drops_in_any_order_are_sound_v1, drops_in_any_order_are_sound_v2);
 both_adapters!(thousand_cycles_leak_nothing, thousand_cycles_leak_nothing_v1, thousand_cycles_leak_nothing_v2);
 
@@ -83,11 +107,15 @@ mod inner {
     use npu_sycl_bridge::level_zero as l0;
     use npu_sycl_bridge::models::{self, ReferenceModel};
     use npu_sycl_bridge::npu::NpuContext;
-    use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType};
+    use npu_sycl_bridge::openvino::{
+        CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType,
+    };
     use npu_sycl_bridge::strategy::{
         Auto, CardPath, CpuVa, DmaBuf, NpuToSycl, SharedTensor, Strategy, StrategyKind, NPU_TO_SYCL_ZERO_COPY,
     };
-    use npu_sycl_bridge::sycl::{self, Backend, Context, ContextOrigin, DeviceType, LevelZeroOwnership, Queue, SyclMemory, UsmBuffer, UsmKind};
+    use npu_sycl_bridge::sycl::{
+        self, Backend, Context, ContextOrigin, DeviceType, LevelZeroOwnership, Queue, SyclMemory, UsmBuffer, UsmKind,
+    };
     use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
     use npu_sycl_bridge::ErrorKind;
 
@@ -139,8 +167,10 @@ mod inner {
     fn env_with(core: &Core, m: ReferenceModel) -> Env {
         vp();
         let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
-        let npu_model = core.compile_model(&model, "NPU", &Properties::new()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
-        let cpu_model = core.compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32")).unwrap();
+        let npu_model =
+            core.compile_model(&model, "NPU", &Properties::new()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
+        let cpu_model =
+            core.compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32")).unwrap();
         let npu = NpuContext::from_compiled_model(&npu_model).unwrap();
         let gpu = sycl_gpu();
         let ctx = Context::new(&gpu).expect("sycl::context(gpu)");
@@ -245,7 +275,11 @@ mod inner {
         tb.write(q, 0, &b).unwrap();
         if kind.is_zero_copy() {
             // The NPU's view of the tensor shows what SYCL wrote: the same bytes.
-            assert_eq!(ta.remote_tensor().host_bytes().unwrap().to_vec(), a, "{kind}: SYCL's write seen by the NPU mapping");
+            assert_eq!(
+                ta.remote_tensor().host_bytes().unwrap().to_vec(),
+                a,
+                "{kind}: SYCL's write seen by the NPU mapping"
+            );
         }
 
         let mut r = e.request();
@@ -284,12 +318,20 @@ mod inner {
         tsum.read(q, 0, &mut sum_head).unwrap();
         let b32: Vec<f32> = b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
         for i in 0..16 {
-            assert!((sum_head[i] - (head[i] + b32[i])).abs() < 1e-3, "{kind}: sum[{i}] = {} ≠ {}", sum_head[i], head[i] + b32[i]);
+            assert!(
+                (sum_head[i] - (head[i] + b32[i])).abs() < 1e-3,
+                "{kind}: sum[{i}] = {} ≠ {}",
+                sum_head[i],
+                head[i] + b32[i]
+            );
         }
         // Past the end is a typed error.
         let e2 = ta.write(q, 4000, &[0u8; 100]).unwrap_err();
         assert!(matches!(e2.kind(), ErrorKind::Size { needed: 4100, available: 4096 }), "{e2:?}");
-        println!("adapter {}: {kind}: inference equals CPU, no copies during inference, write-after-bind seen", adapter());
+        println!(
+            "adapter {}: {kind}: inference equals CPU, no copies during inference, write-after-bind seen",
+            adapter()
+        );
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -307,7 +349,10 @@ mod inner {
         assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "card path" });
         let msg = err.to_string();
         for needle in ["GPU device", "NPU", "INVALID_ARGUMENT", "dma-buf", "DmaBuf", "CPU_VA", "CpuVa"] {
-            assert!(msg.contains(needle), "the message explains why and names the working strategies ({needle}): {msg}");
+            assert!(
+                msg.contains(needle),
+                "the message explains why and names the working strategies ({needle}): {msg}"
+            );
         }
         // The same through the general constructor with the NPU's context given explicitly.
         let err = CardPath::new(e.npu.level_zero_context(), &e.npu).unwrap_err();
@@ -335,7 +380,13 @@ mod inner {
             // SAFETY: deliberately breaks the "same driver" rule (that is the point); the handle is
             // live (the NpuContext and `npu_l0` keep the plugin's context alive) and kept with `keep`,
             // so nothing destroys it. The shim's probe must turn the mismatch into an error.
-            let r = unsafe { Context::from_level_zero(npu_l0.as_raw(), std::slice::from_ref(&e.gpu), LevelZeroOwnership::Keep { keep_alive }) };
+            let r = unsafe {
+                Context::from_level_zero(
+                    npu_l0.as_raw(),
+                    std::slice::from_ref(&e.gpu),
+                    LevelZeroOwnership::Keep { keep_alive },
+                )
+            };
             let err = r.expect_err("make_context with the NPU's context and a GPU device must fail");
             println!("adapter {}: {err}", adapter());
             assert_eq!(err.kind(), &ErrorKind::Sycl, "{err}");
@@ -401,7 +452,10 @@ mod inner {
             let s = DmaBuf::new(&e.npu, &e.ctx, &e.gpu).unwrap();
             let t = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
             assert_eq!(e.ctx.pointer_kind(t.sycl_ptr().cast()).unwrap(), Some(UsmKind::Device), "SYCL device memory");
-            assert_eq!(t.remote_tensor().params().unwrap().mem_type, Some(npu_sycl_bridge::openvino::MemType::SharedBuf));
+            assert_eq!(
+                t.remote_tensor().params().unwrap().mem_type,
+                Some(npu_sycl_bridge::openvino::MemType::SharedBuf)
+            );
             drop(t);
             run_multi_io(&e, &Strategy::DmaBuf(s));
         }
@@ -423,7 +477,11 @@ mod inner {
             let t = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
             assert_eq!(e.ctx.pointer_kind(t.sycl_ptr().cast()).unwrap(), Some(usm));
             assert_eq!(t.sycl_ptr() as usize % 4096, 0, "page-aligned");
-            assert_eq!(t.remote_tensor().params().unwrap().mem_handle.cast::<u8>(), t.sycl_ptr(), "the NPU uses the USM VA itself");
+            assert_eq!(
+                t.remote_tensor().params().unwrap().mem_handle.cast::<u8>(),
+                t.sycl_ptr(),
+                "the NPU uses the USM VA itself"
+            );
             drop(t);
             let sysmem0 = counter("npu.imports.sysmem");
             run_multi_io(&e, &Strategy::CpuVa(s));
@@ -431,7 +489,10 @@ mod inner {
             // A tensor whose byte size is not a page multiple cannot be imported: a typed error.
             let s = CpuVa::new(&e.npu, &e.ctx, &e.gpu, usm).unwrap();
             let err = s.tensor(ElementType::F32, [1, 1000], TensorType::Input).unwrap_err();
-            assert!(matches!(err.kind(), ErrorKind::Alignment { what: "CPU_VA byte size", required: 4096, actual: 4000 }), "{err}");
+            assert!(
+                matches!(err.kind(), ErrorKind::Alignment { what: "CPU_VA byte size", required: 4096, actual: 4000 }),
+                "{err}"
+            );
         }
         let err = CpuVa::new(&e.npu, &e.ctx, &e.gpu, UsmKind::Device).unwrap_err();
         assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
@@ -463,7 +524,10 @@ mod inner {
         let pattern: Vec<u32> = (0..1024).map(|i| i * 7 + 1).collect();
         q.write(&mut usm, 0, &pattern).unwrap();
         t.copy_from(q, &usm, 4096).unwrap();
-        assert_eq!(t.remote_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect::<Vec<_>>(), pattern);
+        assert_eq!(
+            t.remote_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect::<Vec<_>>(),
+            pattern
+        );
         q.fill(&mut usm, 0).unwrap();
         t.copy_to(q, &mut usm, 4096).unwrap();
         assert_eq!(q.read_to_vec::<u32, _>(&usm).unwrap(), pattern);
@@ -486,12 +550,18 @@ mod inner {
         let auto = Auto::select(&e.npu, &e.ctx, &e.gpu).expect("some strategy works");
         let d = auto.decision();
         println!("adapter {}: {d}", adapter());
-        assert_eq!(Auto::ORDER, [StrategyKind::CardPath, StrategyKind::DmaBuf, StrategyKind::CpuVa, StrategyKind::NpuToSycl]);
+        assert_eq!(
+            Auto::ORDER,
+            [StrategyKind::CardPath, StrategyKind::DmaBuf, StrategyKind::CpuVa, StrategyKind::NpuToSycl]
+        );
         assert_eq!(d.chosen, StrategyKind::DmaBuf, "{d}");
         assert_eq!(auto.kind(), StrategyKind::DmaBuf);
         let kinds: Vec<StrategyKind> = d.attempts.iter().map(|(k, _)| *k).collect();
         assert_eq!(kinds, Auto::ORDER, "every strategy was tried, in order");
-        assert_eq!(d.error(StrategyKind::CardPath).map(|e| e.kind().clone()), Some(ErrorKind::Unsupported { path: "card path" }));
+        assert_eq!(
+            d.error(StrategyKind::CardPath).map(|e| e.kind().clone()),
+            Some(ErrorKind::Unsupported { path: "card path" })
+        );
         assert_eq!(d.working(), vec![StrategyKind::DmaBuf, StrategyKind::CpuVa, StrategyKind::NpuToSycl]);
         let text = d.to_string();
         assert!(text.starts_with("chose dma-buf because card path: "), "{text}");
@@ -729,7 +799,11 @@ mod inner {
             drop(ta2);
             drop(s);
             r.infer().unwrap();
-            e.assert_matches_cpu("F", &[other_input(&e.m, 0), samples[1].clone()], &read_outputs(ts.remote_tensor(), tp.remote_tensor()));
+            e.assert_matches_cpu(
+                "F",
+                &[other_input(&e.m, 0), samples[1].clone()],
+                &read_outputs(ts.remote_tensor(), tp.remote_tensor()),
+            );
             drop((tb, ts, tp));
             drop(r);
         }

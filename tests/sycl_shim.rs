@@ -86,13 +86,25 @@ fn platforms_without_a_level_zero_loader() {
 }
 
 gpu_test!(level_zero_platform_listed, level_zero_platform_listed_v1, level_zero_platform_listed_v2);
-gpu_test!(make_context_keep_usm_round_trips, make_context_keep_usm_round_trips_v1, make_context_keep_usm_round_trips_v2);
+gpu_test!(
+    make_context_keep_usm_round_trips,
+    make_context_keep_usm_round_trips_v1,
+    make_context_keep_usm_round_trips_v2
+);
 gpu_test!(keep_leaves_the_context_alive, keep_leaves_the_context_alive_v1, keep_leaves_the_context_alive_v2);
 gpu_test!(make_context_transfer, make_context_transfer_v1, make_context_transfer_v2);
-gpu_test!(plain_context_and_argument_checks, plain_context_and_argument_checks_v1, plain_context_and_argument_checks_v2);
+gpu_test!(
+    plain_context_and_argument_checks,
+    plain_context_and_argument_checks_v1,
+    plain_context_and_argument_checks_v2
+);
 gpu_test!(export_dma_buf_and_mmap_it, export_dma_buf_and_mmap_it_v1, export_dma_buf_and_mmap_it_v2);
 gpu_test!(import_a_memfd, import_a_memfd_v1, import_a_memfd_v2);
-gpu_test!(cross_driver_make_context_is_an_error, cross_driver_make_context_is_an_error_v1, cross_driver_make_context_is_an_error_v2);
+gpu_test!(
+    cross_driver_make_context_is_an_error,
+    cross_driver_make_context_is_an_error_v1,
+    cross_driver_make_context_is_an_error_v2
+);
 
 /// The tests that run inside the child processes.
 mod inner {
@@ -301,7 +313,9 @@ mod inner {
         match (adapter().as_str(), native) {
             ("v1", NativeQueue::CommandQueue(h)) => assert!(!h.is_null()),
             ("v2", NativeQueue::CommandList(h)) => assert!(!h.is_null()),
-            (a, n) => panic!("adapter {a}: unexpected native queue {n:?} (v1 gives a command queue, v2 an immediate list)"),
+            (a, n) => {
+                panic!("adapter {a}: unexpected native queue {n:?} (v1 gives a command queue, v2 an immediate list)")
+            }
         }
         usm_round_trips(&ctx, &g.device, &queue);
         assert!(g.vp.counter("gpu.bytes_copied") > copied_before, "the copies went through the GPU driver");
@@ -354,9 +368,14 @@ mod inner {
         drop(a);
         // Keep without a keep-alive: the caller guarantees the lifetime.
         // SAFETY: l0ctx outlives ctx2 (dropped just below).
-        let ctx2 =
-            unsafe { Context::from_level_zero(l0ctx.as_raw(), std::slice::from_ref(&g.device), LevelZeroOwnership::Keep { keep_alive: None }) }
-                .unwrap();
+        let ctx2 = unsafe {
+            Context::from_level_zero(
+                l0ctx.as_raw(),
+                std::slice::from_ref(&g.device),
+                LevelZeroOwnership::Keep { keep_alive: None },
+            )
+        }
+        .unwrap();
         assert!(!ctx2.has_keep_alive());
         drop(ctx2);
         l0ctx.status().expect("still alive");
@@ -387,8 +406,9 @@ mod inner {
         assert_eq!(r, level_zero_sys::ZE_RESULT_SUCCESS, "zeContextCreate");
         // SAFETY: `raw` is a fresh context of the GPU's driver; ownership moves to SYCL here and we never
         // touch the handle again after the context is dropped.
-        let ctx = unsafe { Context::from_level_zero(raw, std::slice::from_ref(&g.device), LevelZeroOwnership::Transfer) }
-            .expect("make_context(transfer)");
+        let ctx =
+            unsafe { Context::from_level_zero(raw, std::slice::from_ref(&g.device), LevelZeroOwnership::Transfer) }
+                .expect("make_context(transfer)");
         assert_eq!(ctx.origin(), ContextOrigin::LevelZeroTransfer);
         assert!(!ctx.has_keep_alive());
         assert_eq!(ctx.native().unwrap(), raw);
@@ -420,8 +440,14 @@ mod inner {
         let e = UsmBuffer::new(&ctx, &g.device, UsmKind::Shared, 64, 48).unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
         // SAFETY: null is rejected before any use.
-        let e = unsafe { Context::from_level_zero(std::ptr::null_mut(), std::slice::from_ref(&g.device), LevelZeroOwnership::Transfer) }
-            .unwrap_err();
+        let e = unsafe {
+            Context::from_level_zero(
+                std::ptr::null_mut(),
+                std::slice::from_ref(&g.device),
+                LevelZeroOwnership::Transfer,
+            )
+        }
+        .unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
         // A Level Zero failure under the runtime is an error, not a crash or a null pointer.
         g.vp.inject_fault("zeMemAllocShared", 1, 0x7000_0002).unwrap(); // OUT_OF_HOST_MEMORY
@@ -548,7 +574,10 @@ mod inner {
             .find(|d| d.as_raw() != g.driver.as_raw())
             .expect("a second Level Zero driver (the virtual NPU's)");
         let npu_ctx = Arc::new(l0::Context::create(other).expect("context of the other driver"));
-        for ownership in [LevelZeroOwnership::Keep { keep_alive: Some(npu_ctx.clone()) }, LevelZeroOwnership::Keep { keep_alive: None }] {
+        for ownership in [
+            LevelZeroOwnership::Keep { keep_alive: Some(npu_ctx.clone()) },
+            LevelZeroOwnership::Keep { keep_alive: None },
+        ] {
             // SAFETY: a live context (of another driver: that is the point); kept alive by npu_ctx.
             let r = unsafe { Context::from_level_zero(npu_ctx.as_raw(), std::slice::from_ref(&g.device), ownership) };
             let e = r.expect_err("make_context with a context of another driver must fail");

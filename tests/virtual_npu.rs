@@ -29,9 +29,7 @@ fn activate() -> &'static VirtualPlatform {
 
 /// Reads a counter of the virtual platform (`vl0_counter`).
 fn counter(name: &str) -> u64 {
-    activate()
-        .try_counter(name)
-        .unwrap_or_else(|e| panic!("counter {name}: {e}"))
+    activate().try_counter(name).unwrap_or_else(|e| panic!("counter {name}: {e}"))
 }
 
 /// Tests that compare counter deltas run one at a time (the counters are process-wide).
@@ -51,8 +49,7 @@ fn npu_properties() -> Properties {
 
 fn compile_npu(core: &Core, m: &ReferenceModel) -> CompiledModel {
     let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
-    core.compile_model(&model, "NPU", &npu_properties())
-        .unwrap_or_else(|e| panic!("{} on NPU: {e}", m.name))
+    core.compile_model(&model, "NPU", &npu_properties()).unwrap_or_else(|e| panic!("{} on NPU: {e}", m.name))
 }
 
 /// The CPU plugin's outputs for `inputs`.
@@ -63,9 +60,7 @@ fn cpu_outputs(core: &Core, m: &ReferenceModel, inputs: &[Tensor]) -> Vec<Vec<u8
         r.set_input_tensor(i, t).unwrap();
     }
     r.infer().unwrap();
-    (0..m.outputs.len())
-        .map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec())
-        .collect()
+    (0..m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect()
 }
 
 fn assert_same(m: &ReferenceModel, want: &[Vec<u8>], got: &[Vec<u8>]) {
@@ -142,12 +137,7 @@ fn driver_of_type(t: DeviceType) -> Driver {
     Driver::all()
         .unwrap()
         .into_iter()
-        .find(|d| {
-            d.devices()
-                .unwrap()
-                .iter()
-                .any(|dev| dev.properties().unwrap().device_type == t)
-        })
+        .find(|d| d.devices().unwrap().iter().any(|dev| dev.properties().unwrap().device_type == t))
         .unwrap_or_else(|| panic!("no {t:?} driver"))
 }
 
@@ -176,10 +166,7 @@ fn npu_is_listed_and_its_context_belongs_to_the_npu_driver() {
     let info = on_npu.memory_properties(p).unwrap();
     assert_eq!(info.kind, npu_sycl_bridge::level_zero::MemoryKind::Host, "{info:?}");
     let gpu_ctx = Arc::new(Context::create(gpu).unwrap());
-    assert_eq!(
-        gpu_ctx.memory_properties(p).unwrap().kind,
-        npu_sycl_bridge::level_zero::MemoryKind::Unknown
-    );
+    assert_eq!(gpu_ctx.memory_properties(p).unwrap().kind, npu_sycl_bridge::level_zero::MemoryKind::Unknown);
     // A device of the GPU driver is foreign to that context.
     let gpu_dev = gpu.devices().unwrap()[0];
     assert!(on_npu.alloc_device(gpu_dev, 4096, 4096).is_err());
@@ -211,9 +198,8 @@ fn every_model_compiles_and_infers_like_the_cpu_plugin() {
             r.set_input_tensor(i, t).unwrap();
         }
         r.infer().unwrap();
-        let got: Vec<Vec<u8>> = (0..m.outputs.len())
-            .map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec())
-            .collect();
+        let got: Vec<Vec<u8>> =
+            (0..m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
         assert_same(&m, &want, &got);
         // And the Rust reference agrees too.
         let reference = common::expected(&m);
@@ -224,9 +210,8 @@ fn every_model_compiles_and_infers_like_the_cpu_plugin() {
             r.set_input_tensor(i, t).unwrap();
         }
         r.infer().unwrap();
-        let got2: Vec<Vec<u8>> = (0..m.outputs.len())
-            .map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec())
-            .collect();
+        let got2: Vec<Vec<u8>> =
+            (0..m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
         assert_same(&m, &cpu_outputs(&core, &m, &inputs2), &got2);
     }
     assert!(counter("npu.graphs") >= graphs0 + models::all().len() as u64);
@@ -273,11 +258,7 @@ fn dma_buf_from_the_virtual_gpu_is_consumed_without_copy() {
     let mut r = npu.create_infer_request().unwrap();
     r.set_input_tensor(0, &remote).unwrap();
     r.infer().unwrap();
-    assert_eq!(
-        counter("npu.graph_args.dma_buf"),
-        direct + 1,
-        "the graph must read the dma-buf mapping itself"
-    );
+    assert_eq!(counter("npu.graph_args.dma_buf"), direct + 1, "the graph must read the dma-buf mapping itself");
     let t = Tensor::from_bytes(d.element_type, d.shape.clone(), &first).unwrap();
     let got = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
     assert_same(&m, &cpu_outputs(&core, &m, &[t]), &[got]);
@@ -331,25 +312,13 @@ fn page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused() {
         )
     }
     .unwrap();
-    assert_eq!(
-        counter("npu.imports.sysmem"),
-        sysmem0 + 1,
-        "CPU_VA must be a sysmem import"
-    );
-    assert_eq!(
-        remote.params().unwrap().mem_handle,
-        mem.ptr.cast(),
-        "the import is the caller's memory itself"
-    );
+    assert_eq!(counter("npu.imports.sysmem"), sysmem0 + 1, "CPU_VA must be a sysmem import");
+    assert_eq!(remote.params().unwrap().mem_handle, mem.ptr.cast(), "the import is the caller's memory itself");
     let direct = counter("npu.graph_args.sysmem");
     let mut r = npu.create_infer_request().unwrap();
     r.set_input_tensor(0, &remote).unwrap();
     r.infer().unwrap();
-    assert_eq!(
-        counter("npu.graph_args.sysmem"),
-        direct + 1,
-        "the graph must read the caller's pages themselves"
-    );
+    assert_eq!(counter("npu.graph_args.sysmem"), direct + 1, "the graph must read the caller's pages themselves");
     let t = Tensor::from_bytes(d.element_type, d.shape.clone(), &input).unwrap();
     let got = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
     assert_same(&m, &cpu_outputs(&core, &m, &[t]), &[got]);
@@ -377,10 +346,7 @@ fn page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused() {
     }
     .map(|_| ())
     .expect_err("a misaligned CPU_VA tensor must be refused");
-    assert!(
-        e.to_string().contains("not aligned to standard page size"),
-        "unexpected error: {e}"
-    );
+    assert!(e.to_string().contains("not aligned to standard page size"), "unexpected error: {e}");
     drop(r);
     drop(remote);
 }
@@ -396,9 +362,7 @@ fn cpu_va_output_and_l0_host_input_are_used_in_place() {
     let ctx = core.default_context("NPU").unwrap();
 
     // Input: the plugin's own host memory (L0_INTERNAL_BUF), written through the remote tensor's VA.
-    let input = ctx
-        .create_l0_host_tensor(di.element_type, di.shape.clone(), TensorType::Input)
-        .unwrap();
+    let input = ctx.create_l0_host_tensor(di.element_type, di.shape.clone(), TensorType::Input).unwrap();
     let va = input.params().unwrap().mem_handle as *mut u8;
     assert!(!va.is_null());
     let sample = m.sample_input(0);
@@ -425,19 +389,11 @@ fn cpu_va_output_and_l0_host_input_are_used_in_place() {
     r.set_input_tensor(0, &input).unwrap();
     r.set_output_tensor(0, &out_t).unwrap();
     r.infer().unwrap();
-    assert_eq!(
-        counter("npu.graph_args.sysmem"),
-        sysmem + 1,
-        "the output must be written in place"
-    );
+    assert_eq!(counter("npu.graph_args.sysmem"), sysmem + 1, "the output must be written in place");
     assert_eq!(counter("npu.bytes_copied"), copied);
     // SAFETY: the inference finished; the mapping is valid for its length.
     let got = unsafe { std::slice::from_raw_parts(out.ptr, out.len) }.to_vec();
-    let want = cpu_outputs(
-        &core,
-        &m,
-        &[Tensor::from_bytes(di.element_type, di.shape.clone(), &sample).unwrap()],
-    );
+    let want = cpu_outputs(&core, &m, &[Tensor::from_bytes(di.element_type, di.shape.clone(), &sample).unwrap()]);
     assert_same(&m, &want, &[got]);
     drop(r);
 }
@@ -462,17 +418,9 @@ fn plain_page_aligned_tensors_are_imported_and_rebound() {
             .unwrap();
         r.set_input_tensor(0, &t).unwrap();
         r.infer().unwrap();
-        assert_eq!(
-            counter("npu.graph_args.sysmem"),
-            before + k as u64 + 1,
-            "round {k}: not read in place"
-        );
+        assert_eq!(counter("npu.graph_args.sysmem"), before + k as u64 + 1, "round {k}: not read in place");
         let got = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
-        let want = cpu_outputs(
-            &core,
-            &m,
-            &[Tensor::from_bytes(d.element_type, d.shape.clone(), &input).unwrap()],
-        );
+        let want = cpu_outputs(&core, &m, &[Tensor::from_bytes(d.element_type, d.shape.clone(), &input).unwrap()]);
         assert_same(&m, &want, &[got]);
     }
 }
@@ -499,9 +447,8 @@ fn asynchronous_requests_run_on_the_plugin_threads() {
         }
         for (r, ins) in reqs.iter_mut().zip(&inputs) {
             r.wait().unwrap();
-            let got: Vec<Vec<u8>> = (0..m.outputs.len())
-                .map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec())
-                .collect();
+            let got: Vec<Vec<u8>> =
+                (0..m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
             assert_same(&m, &cpu_outputs(&core, &m, ins), &got);
         }
     }
@@ -516,9 +463,7 @@ fn export_and_import_round_trip() {
         let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
         let npu = core.compile_model(&model, "NPU", &Properties::new()).unwrap();
         let blob = npu.export().unwrap();
-        let imported = core
-            .import_model(&blob, "NPU")
-            .unwrap_or_else(|e| panic!("{}: import: {e}", m.name));
+        let imported = core.import_model(&blob, "NPU").unwrap_or_else(|e| panic!("{}: import: {e}", m.name));
         let inputs = sample_tensors(&m);
         let want = cpu_outputs(&core, &m, &inputs);
         let mut r = imported.create_infer_request().unwrap();
@@ -526,9 +471,8 @@ fn export_and_import_round_trip() {
             r.set_input_tensor(i, t).unwrap();
         }
         r.infer().unwrap();
-        let got: Vec<Vec<u8>> = (0..m.outputs.len())
-            .map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec())
-            .collect();
+        let got: Vec<Vec<u8>> =
+            (0..m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
         assert_same(&m, &want, &got);
         let names: Vec<String> = imported.outputs().unwrap().into_iter().map(|p| p.name).collect();
         assert_eq!(names, m.outputs.iter().map(|d| d.name.clone()).collect::<Vec<_>>());
@@ -540,9 +484,7 @@ fn four_requests_in_parallel_threads() {
     let core = core();
     let m = models::multi_io();
     let npu = Arc::new(compile_npu(&core, &m));
-    let expected: Vec<Vec<Vec<u8>>> = (0..4)
-        .map(|k| cpu_outputs(&core, &m, &varied_inputs(&m, k as u8 + 1)))
-        .collect();
+    let expected: Vec<Vec<Vec<u8>>> = (0..4).map(|k| cpu_outputs(&core, &m, &varied_inputs(&m, k as u8 + 1))).collect();
     let expected = Arc::new(expected);
     let threads: Vec<_> = (0..4u8)
         .map(|k| {
@@ -557,9 +499,8 @@ fn four_requests_in_parallel_threads() {
                         r.set_input_tensor(i, t).unwrap();
                     }
                     r.infer().unwrap();
-                    let got: Vec<Vec<u8>> = (0..m.outputs.len())
-                        .map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec())
-                        .collect();
+                    let got: Vec<Vec<u8>> =
+                        (0..m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
                     for (i, (w, g)) in expected[k as usize].iter().zip(&got).enumerate() {
                         if let Err(e) = m.compare(i, w, g) {
                             panic!("thread {k} round {round}: {e}");
@@ -612,16 +553,10 @@ fn unsupported_models_fail_with_a_clear_message() {
   </edges>
 </net>"#;
     let model = core.read_model_from_memory(xml, &[]).unwrap();
-    let e = core
-        .compile_model(&model, "NPU", &npu_properties())
-        .map(|_| ())
-        .expect_err("stateful models are refused");
+    let e = core.compile_model(&model, "NPU", &npu_properties()).map(|_| ()).expect_err("stateful models are refused");
     let s = e.to_string();
     // The plugin appends the driver's build log to its error.
-    assert!(
-        s.contains("stateful models are not supported by the virtual NPU"),
-        "{s}"
-    );
+    assert!(s.contains("stateful models are not supported by the virtual NPU"), "{s}");
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -674,10 +609,8 @@ mod direct {
             let device = drv.devices().unwrap()[0].as_raw();
             let ctx = Arc::new(Context::create(drv).unwrap());
             let mut table: *mut c_void = std::ptr::null_mut();
-            let r = ze!(
-                api,
-                zeDriverGetExtensionFunctionAddress(drv.as_raw(), c"ZE_extension_graph".as_ptr(), &mut table)
-            );
+            let r =
+                ze!(api, zeDriverGetExtensionFunctionAddress(drv.as_raw(), c"ZE_extension_graph".as_ptr(), &mut table));
             assert_eq!(r, ZE_RESULT_SUCCESS);
             // SAFETY: the driver returned its static graph table (1.16 layout).
             let graph = unsafe { &*(table as *const ze_graph_dditable_ext_t) };
@@ -685,19 +618,8 @@ mod direct {
             let mut qd: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
             qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
             let mut queue = std::ptr::null_mut();
-            assert_eq!(
-                ze!(api, zeCommandQueueCreate(ctx.as_raw(), device, &qd, &mut queue)),
-                ZE_RESULT_SUCCESS
-            );
-            Npu {
-                api,
-                driver: drv.as_raw(),
-                device,
-                ctx,
-                graph,
-                queue,
-                _core: core,
-            }
+            assert_eq!(ze!(api, zeCommandQueueCreate(ctx.as_raw(), device, &qd, &mut queue)), ZE_RESULT_SUCCESS);
+            Npu { api, driver: drv.as_raw(), device, ctx, graph, queue, _core: core }
         }
 
         fn create(&self, format_: u32, input: &[u8], flags: &str) -> (ze_result_t, ze_graph_handle_t, String) {
@@ -717,16 +639,10 @@ mod direct {
             let r = unsafe { self.graph.pfnCreate3.unwrap()(self.ctx.as_raw(), self.device, &desc, &mut g, &mut log) };
             let mut n = 0u32;
             // SAFETY: a build-log handle returned by pfnCreate3.
-            assert_eq!(
-                unsafe { self.graph.pfnBuildLogGetString2.unwrap()(log, &mut n, std::ptr::null_mut()) },
-                0
-            );
+            assert_eq!(unsafe { self.graph.pfnBuildLogGetString2.unwrap()(log, &mut n, std::ptr::null_mut()) }, 0);
             let mut text = vec![0u8; n as usize];
             // SAFETY: as above, with a buffer of n bytes.
-            assert_eq!(
-                unsafe { self.graph.pfnBuildLogGetString2.unwrap()(log, &mut n, text.as_mut_ptr().cast()) },
-                0
-            );
+            assert_eq!(unsafe { self.graph.pfnBuildLogGetString2.unwrap()(log, &mut n, text.as_mut_ptr().cast()) }, 0);
             // SAFETY: as above.
             assert_eq!(unsafe { self.graph.pfnBuildLogDestroy.unwrap()(log) }, 0);
             text.pop();
@@ -738,10 +654,7 @@ mod direct {
             let mut p: ze_graph_argument_properties_3_t = unsafe { std::mem::zeroed() };
             p.stype = ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_PROPERTIES_3;
             // SAFETY: valid graph and out-pointer.
-            assert_eq!(
-                unsafe { self.graph.pfnGetArgumentProperties3.unwrap()(g, i, &mut p) },
-                0
-            );
+            assert_eq!(unsafe { self.graph.pfnGetArgumentProperties3.unwrap()(g, i, &mut p) }, 0);
             p
         }
 
@@ -750,13 +663,7 @@ mod direct {
             let mut ld: ze_command_list_desc_t = unsafe { std::mem::zeroed() };
             ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
             let mut l = std::ptr::null_mut();
-            assert_eq!(
-                ze!(
-                    self.api,
-                    zeCommandListCreate(self.ctx.as_raw(), self.device, &ld, &mut l)
-                ),
-                0
-            );
+            assert_eq!(ze!(self.api, zeCommandListCreate(self.ctx.as_raw(), self.device, &ld, &mut l)), 0);
             l
         }
 
@@ -777,10 +684,7 @@ mod direct {
         fn run(&self, list: ze_command_list_handle_t) -> ze_result_t {
             let mut l = list;
             assert_eq!(ze!(self.api, zeCommandListClose(list)), 0);
-            let r = ze!(
-                self.api,
-                zeCommandQueueExecuteCommandLists(self.queue, 1, &mut l, std::ptr::null_mut())
-            );
+            let r = ze!(self.api, zeCommandQueueExecuteCommandLists(self.queue, 1, &mut l, std::ptr::null_mut()));
             assert_eq!(ze!(self.api, zeCommandQueueSynchronize(self.queue, u64::MAX)), 0);
             r
         }
@@ -809,9 +713,7 @@ mod direct {
     }
 
     fn f32_from_f16(b: &[u8]) -> Vec<f32> {
-        b.chunks_exact(2)
-            .map(|c| F16(u16::from_le_bytes([c[0], c[1]])).to_f32())
-            .collect()
+        b.chunks_exact(2).map(|c| F16(u16::from_le_bytes([c[0], c[1]])).to_f32()).collect()
     }
 
     /// Build-flag precisions that differ from the model become conversions: FP16 arguments over an f32
@@ -861,14 +763,8 @@ mod direct {
                 let g = gh as ze_graph_handle_t;
                 // SAFETY: valid graph; allocations of this driver.
                 unsafe {
-                    assert_eq!(
-                        nref.graph.pfnSetArgumentValue.unwrap()(g, 0, in_b_ptr as *const c_void),
-                        0
-                    );
-                    assert_eq!(
-                        nref.graph.pfnSetArgumentValue.unwrap()(g, 1, out_b_ptr as *const c_void),
-                        0
-                    );
+                    assert_eq!(nref.graph.pfnSetArgumentValue.unwrap()(g, 0, in_b_ptr as *const c_void), 0);
+                    assert_eq!(nref.graph.pfnSetArgumentValue.unwrap()(g, 1, out_b_ptr as *const c_void), 0);
                 }
                 let l = nref.list();
                 assert_eq!(nref.append(l, g), 0);
@@ -886,10 +782,7 @@ mod direct {
 
         for (sample, out) in [(&sample_a, &out_a), (&sample_b, &out_b)] {
             let want = m.reference(&[sample]).unwrap().remove(0);
-            let want: Vec<f32> = want
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                .collect();
+            let want: Vec<f32> = want.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
             let mut got = vec![0u8; out_bytes];
             out.read(0, &mut got).unwrap();
             let got = f32_from_f16(&got);
@@ -921,10 +814,7 @@ mod direct {
         // Memory the NPU driver does not know is refused at execution.
         let foreign = vec![0u8; in_bytes];
         // SAFETY: valid graph; the pointer value is only recorded.
-        assert_eq!(
-            unsafe { n.graph.pfnSetArgumentValue.unwrap()(g2, 0, foreign.as_ptr().cast()) },
-            0
-        );
+        assert_eq!(unsafe { n.graph.pfnSetArgumentValue.unwrap()(g2, 0, foreign.as_ptr().cast()) }, 0);
         n.set(g2, 1, &out_a);
         let l3 = n.list();
         assert_eq!(n.append(l3, g2), 0);
@@ -972,14 +862,8 @@ mod direct {
             for k in 0..8u8 {
                 s.spawn(move || {
                     let g = gh as ze_graph_handle_t;
-                    let mut input = nref
-                        .ctx
-                        .alloc_host(mref.inputs[0].byte_size(), 4096, HostMemFlags::NONE)
-                        .unwrap();
-                    let output = nref
-                        .ctx
-                        .alloc_host(mref.outputs[0].byte_size(), 4096, HostMemFlags::NONE)
-                        .unwrap();
+                    let mut input = nref.ctx.alloc_host(mref.inputs[0].byte_size(), 4096, HostMemFlags::NONE).unwrap();
+                    let output = nref.ctx.alloc_host(mref.outputs[0].byte_size(), 4096, HostMemFlags::NONE).unwrap();
                     let sample = varied_inputs(mref, k)[0].bytes().unwrap().to_vec();
                     input.write(0, &sample).unwrap();
                     let want = mref.reference(&[&sample]).unwrap().remove(0);
@@ -987,13 +871,7 @@ mod direct {
                     let mut qd: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
                     qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
                     let mut queue = std::ptr::null_mut();
-                    assert_eq!(
-                        ze!(
-                            nref.api,
-                            zeCommandQueueCreate(nref.ctx.as_raw(), nref.device, &qd, &mut queue)
-                        ),
-                        0
-                    );
+                    assert_eq!(ze!(nref.api, zeCommandQueueCreate(nref.ctx.as_raw(), nref.device, &qd, &mut queue)), 0);
                     for _ in 0..10 {
                         nref.set(g, 0, &input);
                         nref.set(g, 1, &output);
@@ -1001,10 +879,7 @@ mod direct {
                         assert_eq!(nref.append(l, g), 0);
                         assert_eq!(ze!(nref.api, zeCommandListClose(l)), 0);
                         assert_eq!(
-                            ze!(
-                                nref.api,
-                                zeCommandQueueExecuteCommandLists(queue, 1, &mut l, std::ptr::null_mut())
-                            ),
+                            ze!(nref.api, zeCommandQueueExecuteCommandLists(queue, 1, &mut l, std::ptr::null_mut())),
                             0
                         );
                         assert_eq!(ze!(nref.api, zeCommandQueueSynchronize(queue, u64::MAX)), 0);
@@ -1044,19 +919,12 @@ mod direct {
         assert!(log.contains("magic"), "{log}");
         // Weights separation and profiling are refused with a reason.
         let m = models::fully_connected();
-        let (r, _, log) = n.create(
-            ZE_GRAPH_FORMAT_NGRAPH_LITE,
-            &ngraph_lite(&m),
-            "--config PERF_COUNT=\"YES\"",
-        );
+        let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&m), "--config PERF_COUNT=\"YES\"");
         assert_ne!(r, ZE_RESULT_SUCCESS);
         assert!(log.contains("profiling"), "{log}");
 
-        let (r, _, log) = n.create(
-            ZE_GRAPH_FORMAT_NGRAPH_LITE,
-            &ngraph_lite(&m),
-            "--config NPU_SEPARATE_WEIGHTS_VERSION=\"1\"",
-        );
+        let (r, _, log) =
+            n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&m), "--config NPU_SEPARATE_WEIGHTS_VERSION=\"1\"");
         assert_ne!(r, ZE_RESULT_SUCCESS);
         assert!(log.contains("weights separation"), "{log}");
         // A layout that contradicts the model's declared layout would need a transposition: refused.
@@ -1066,28 +934,17 @@ mod direct {
             "type=\"Parameter\" version=\"opset1\"><rt_info><attribute name=\"layout\" version=\"0\" layout=\"[N,C,H,W]\" /></rt_info>",
             1,
         );
-        let (r, _, log) = n.create(
-            ZE_GRAPH_FORMAT_NGRAPH_LITE,
-            &ngraph_lite(&declared),
-            "--inputs_layouts=\"0:NHWC\"",
-        );
+        let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&declared), "--inputs_layouts=\"0:NHWC\"");
         assert_ne!(r, ZE_RESULT_SUCCESS);
         assert!(log.contains("layout conversion"), "{log}");
-        let (r, g, log) = n.create(
-            ZE_GRAPH_FORMAT_NGRAPH_LITE,
-            &ngraph_lite(&declared),
-            "--inputs_layouts=\"0:NCHW\"",
-        );
+        let (r, g, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&declared), "--inputs_layouts=\"0:NCHW\"");
         assert_eq!(r, ZE_RESULT_SUCCESS, "{log}");
         assert_eq!(n.arg(g, 0).networkLayout, ZE_GRAPH_ARGUMENT_LAYOUT_NCHW);
         // SAFETY: a graph we created.
         assert_eq!(unsafe { n.graph.pfnDestroy.unwrap()(g) }, 0);
         // Dynamic shapes are refused with a reason.
         let mut dynamic = m.clone();
-        dynamic.xml = m
-            .xml
-            .replace("shape=\"4,256\"", "shape=\"?,256\"")
-            .replace("<dim>4</dim>", "<dim>-1</dim>");
+        dynamic.xml = m.xml.replace("shape=\"4,256\"", "shape=\"?,256\"").replace("<dim>4</dim>", "<dim>-1</dim>");
         let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&dynamic), "");
         assert_ne!(r, ZE_RESULT_SUCCESS);
         assert!(log.contains("dynamic shapes"), "{log}");
@@ -1126,10 +983,7 @@ mod direct {
         // The driver_npu gateway hands out the same graph table.
         let mut t: *mut c_void = std::ptr::null_mut();
         assert_eq!(
-            ze!(
-                n.api,
-                zeDriverGetExtensionFunctionAddress(n.driver, c"ZE_extension_driver_npu".as_ptr(), &mut t)
-            ),
+            ze!(n.api, zeDriverGetExtensionFunctionAddress(n.driver, c"ZE_extension_driver_npu".as_ptr(), &mut t)),
             0
         );
         // SAFETY: the driver's static driver_npu table.
@@ -1144,10 +998,7 @@ mod direct {
         };
         // SAFETY: valid driver and request.
         assert_eq!(unsafe { dn.pfnGetExtension.unwrap()(n.driver, &mut ext) }, 0);
-        assert_eq!(
-            addr as *const ze_graph_dditable_ext_t,
-            n.graph as *const ze_graph_dditable_ext_t
-        );
+        assert_eq!(addr as *const ze_graph_dditable_ext_t, n.graph as *const ze_graph_dditable_ext_t);
     }
 }
 
@@ -1157,10 +1008,7 @@ mod direct {
 fn python_process_without_the_c_library() {
     let python = native_finder::provisioned_prefix().join("bin").join("python");
     if !python.exists() {
-        eprintln!(
-            "skipped: no provisioned Python at {} (cargo xtask setup)",
-            python.display()
-        );
+        eprintln!("skipped: no provisioned Python at {} (cargo xtask setup)", python.display());
         return;
     }
     let lib = activate().path().to_str().unwrap().to_string();
@@ -1183,16 +1031,7 @@ assert float(np.abs(out - np.maximum(inp @ w, 0)).max()) < 1e-5
 assert "libopenvino_c" in open("/proc/self/maps").read()
 print("ok")
 "#;
-    let out = std::process::Command::new(&python)
-        .arg("-c")
-        .arg(script)
-        .arg(&lib)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = std::process::Command::new(&python).arg("-c").arg(script).arg(&lib).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && text.contains("ok"), "{text}");
 }

@@ -199,7 +199,10 @@ fn loader_surface() {
         ok(a.zelLoaderGetVersions(&mut n, &mut v), "zelLoaderGetVersions");
         let name = std::ffi::CStr::from_ptr(v.component_name.as_ptr()).to_str().unwrap();
         assert_eq!(name, "loader");
-        assert_eq!((v.component_lib_version.major, v.component_lib_version.minor, v.component_lib_version.patch), (1, 32, 0));
+        assert_eq!(
+            (v.component_lib_version.major, v.component_lib_version.minor, v.component_lib_version.patch),
+            (1, 32, 0)
+        );
         assert_eq!(v.spec_version, ze_make_version(1, 17));
         let get_ver: unsafe extern "C" fn(*mut zel_component_version_t) -> ze_result_t =
             std::mem::transmute(dlsym("zelGetLoaderVersion"));
@@ -278,7 +281,10 @@ fn drivers_and_devices() {
         let mut dp: ze_driver_properties_t = zeroed();
         dp.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES;
         ok(a.zeDriverGetProperties(npu, &mut dp), "zeDriverGetProperties(npu)");
-        assert_eq!(dp.uuid.id, [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89]);
+        assert_eq!(
+            dp.uuid.id,
+            [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89]
+        );
         let npu_version = dp.driverVersion;
         ok(a.zeDriverGetProperties(gpu, &mut dp), "zeDriverGetProperties(gpu)");
         assert_ne!(dp.driverVersion, npu_version);
@@ -375,7 +381,10 @@ fn allocation_registry() {
             assert_eq!((inner.id, inner.type_), (props.id, want));
             let mut base: *mut c_void = std::ptr::null_mut();
             let mut size = 0usize;
-            ok(a.zeMemGetAddressRange(gctx, (p as *const u8).add(5).cast(), &mut base, &mut size), "zeMemGetAddressRange");
+            ok(
+                a.zeMemGetAddressRange(gctx, (p as *const u8).add(5).cast(), &mut base, &mut size),
+                "zeMemGetAddressRange",
+            );
             assert_eq!((base, size), (p, 10_000));
             // The other driver does not know it: UNKNOWN, id 0, SUCCESS.
             let (foreign, _) = alloc_props(nctx, p);
@@ -521,7 +530,8 @@ fn sysmem_import_is_zero_copy() {
         *mem.add(100) = 7; // still the caller's
         assert_eq!(alloc_props(ctx, mem.cast()).0.type_, ZE_MEMORY_TYPE_UNKNOWN);
         // Misaligned pointer or size.
-        let d = Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: mem.add(64).cast(), size: 4096 };
+        let d =
+            Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: mem.add(64).cast(), size: 4096 };
         let hd = host_desc((&d as *const Sysmem).cast());
         assert_eq!(a.zeMemAllocHost(ctx, &hd, 4096, 4096, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
         let d = Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: mem.cast(), size: 4000 };
@@ -546,7 +556,10 @@ fn cross_driver_handles_are_invalid_arguments() {
         assert_eq!(a.zeMemAllocDevice(nctx, &dd, 64, 0, gdev, &mut p), ZE_RESULT_ERROR_INVALID_ARGUMENT);
         assert_eq!(a.zeMemAllocShared(nctx, &dd, &hd, 64, 0, gdev, &mut p), ZE_RESULT_ERROR_INVALID_ARGUMENT);
         assert!(p.is_null());
-        assert_eq!(a.zeContextMakeMemoryResident(nctx, gdev, std::ptr::null_mut(), 0), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        assert_eq!(
+            a.zeContextMakeMemoryResident(nctx, gdev, std::ptr::null_mut(), 0),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT
+        );
         let mut ld: ze_command_list_desc_t = zeroed();
         ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
         let mut l: ze_command_list_handle_t = std::ptr::null_mut();
@@ -603,9 +616,32 @@ fn queues_lists_fences_events_and_copy_counters() {
         idd.stype = ZE_STRUCTURE_TYPE_MUTABLE_COMMAND_ID_EXP_DESC;
         ok(a.zeCommandListGetNextCommandIdExp(l, &idd, &mut id), "zeCommandListGetNextCommandIdExp");
         assert_eq!(id, 0);
-        ok(a.zeCommandListAppendMemoryCopy(l, dst.as_mut_ptr().cast(), src.as_ptr().cast(), 1000, e, 0, std::ptr::null_mut()), "copy");
+        ok(
+            a.zeCommandListAppendMemoryCopy(
+                l,
+                dst.as_mut_ptr().cast(),
+                src.as_ptr().cast(),
+                1000,
+                e,
+                0,
+                std::ptr::null_mut(),
+            ),
+            "copy",
+        );
         let pat = [1u8, 2, 3, 4];
-        ok(a.zeCommandListAppendMemoryFill(l, filled.as_mut_ptr().cast(), pat.as_ptr().cast(), 4, 10, std::ptr::null_mut(), 1, &mut { e }), "fill");
+        ok(
+            a.zeCommandListAppendMemoryFill(
+                l,
+                filled.as_mut_ptr().cast(),
+                pat.as_ptr().cast(),
+                4,
+                10,
+                std::ptr::null_mut(),
+                1,
+                &mut { e },
+            ),
+            "fill",
+        );
         ok(a.zeCommandListAppendBarrier(l, std::ptr::null_mut(), 0, std::ptr::null_mut()), "barrier");
         ok(a.zeCommandListGetNextCommandIdExp(l, &idd, &mut id), "zeCommandListGetNextCommandIdExp");
         assert_eq!(id, 3);
@@ -637,15 +673,32 @@ fn queues_lists_fences_events_and_copy_counters() {
         ok(a.zeEventHostReset(e), "event reset");
         ok(a.zeEventHostSignal(e), "host signal");
         dst.fill(0);
-        ok(a.zeCommandListAppendMemoryCopy(il, dst.as_mut_ptr().cast(), src.as_ptr().cast(), 1000, std::ptr::null_mut(), 1, &mut { e }), "copy");
+        ok(
+            a.zeCommandListAppendMemoryCopy(
+                il,
+                dst.as_mut_ptr().cast(),
+                src.as_ptr().cast(),
+                1000,
+                std::ptr::null_mut(),
+                1,
+                &mut { e },
+            ),
+            "copy",
+        );
         assert_eq!(dst, src);
         ok(a.zeCommandListHostSynchronize(il, u64::MAX), "host sync");
         ok(a.zeCommandListAppendEventReset(il, e), "append reset");
         assert_eq!(a.zeEventQueryStatus(e), ZE_RESULT_NOT_READY);
         let mut t = 0u64;
-        ok(a.zeCommandListAppendWriteGlobalTimestamp(il, &mut t, std::ptr::null_mut(), 0, std::ptr::null_mut()), "timestamp");
+        ok(
+            a.zeCommandListAppendWriteGlobalTimestamp(il, &mut t, std::ptr::null_mut(), 0, std::ptr::null_mut()),
+            "timestamp",
+        );
         assert_ne!(t, 0);
-        assert_eq!(a.zeCommandQueueExecuteCommandLists(q, 1, &mut { il }, std::ptr::null_mut()), ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE);
+        assert_eq!(
+            a.zeCommandQueueExecuteCommandLists(q, 1, &mut { il }, std::ptr::null_mut()),
+            ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE
+        );
 
         // 2D region copy: a 4×3 block from (2, 1) of a 10-wide source to (0, 0) of a 4-wide destination.
         let grid: Vec<u8> = (0..50u8).collect();
@@ -654,8 +707,23 @@ fn queues_lists_fences_events_and_copy_counters() {
         (sr.originX, sr.originY, sr.width, sr.height) = (2, 1, 4, 3);
         let mut dr: ze_copy_region_t = zeroed();
         (dr.width, dr.height) = (4, 3);
-        ok(a.zeCommandListAppendMemoryCopyRegion(il, block.as_mut_ptr().cast(), &dr, 4, 0, grid.as_ptr().cast(), &sr, 10, 0,
-            std::ptr::null_mut(), 0, std::ptr::null_mut()), "copy region");
+        ok(
+            a.zeCommandListAppendMemoryCopyRegion(
+                il,
+                block.as_mut_ptr().cast(),
+                &dr,
+                4,
+                0,
+                grid.as_ptr().cast(),
+                &sr,
+                10,
+                0,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            ),
+            "copy region",
+        );
         assert_eq!(block, [12, 13, 14, 15, 22, 23, 24, 25, 32, 33, 34, 35]);
 
         // Kernels are not supported.
@@ -695,9 +763,18 @@ fn fault_injection_and_counters_api() {
         ok(a.zeContextGetStatus(ctx), "cleared");
         ok(a.zeContextDestroy(ctx), "zeContextDestroy");
     }
-    for n in ["gpu.bytes_copied", "npu.bytes_copied", "gpu.live_allocations", "npu.live_allocations", "gpu.exports.dma_buf",
-        "gpu.imports.dma_buf", "npu.imports.dma_buf", "npu.imports.sysmem", "npu.graphs", "npu.inferences"]
-    {
+    for n in [
+        "gpu.bytes_copied",
+        "npu.bytes_copied",
+        "gpu.live_allocations",
+        "npu.live_allocations",
+        "gpu.exports.dma_buf",
+        "gpu.imports.dma_buf",
+        "npu.imports.dma_buf",
+        "npu.imports.sysmem",
+        "npu.graphs",
+        "npu.inferences",
+    ] {
         vp.try_counter(n).unwrap_or_else(|e| panic!("counter {n}: {e}"));
     }
     assert!(vp.try_counter("no.such.counter").is_err());
@@ -727,7 +804,18 @@ fn concurrent_threads_and_cross_thread_event_waits() {
                     let mut p: *mut c_void = std::ptr::null_mut();
                     ok(a.zeMemAllocHost(ctx, &hd, 4096 + i, 0, &mut p), "alloc");
                     let src = vec![(t * 31 + i) as u8; 4096 + i];
-                    ok(a.zeCommandListAppendMemoryCopy(l, p, src.as_ptr().cast(), src.len(), std::ptr::null_mut(), 0, std::ptr::null_mut()), "copy");
+                    ok(
+                        a.zeCommandListAppendMemoryCopy(
+                            l,
+                            p,
+                            src.as_ptr().cast(),
+                            src.len(),
+                            std::ptr::null_mut(),
+                            0,
+                            std::ptr::null_mut(),
+                        ),
+                        "copy",
+                    );
                     assert_eq!(std::slice::from_raw_parts(p as *const u8, src.len()), &src[..]);
                     assert_eq!(alloc_props(ctx, (p as *const u8).add(i).cast()).0.type_, ZE_MEMORY_TYPE_HOST);
                     ok(a.zeMemFree(ctx, p), "free");
@@ -765,12 +853,26 @@ fn concurrent_threads_and_cross_thread_event_waits() {
         let flag = Box::leak(Box::new([0u8; 1]));
         let one = [1u8];
         ok(a.zeCommandListAppendWaitOnEvents(l, 1, &mut { e }), "wait");
-        ok(a.zeCommandListAppendMemoryCopy(l, flag.as_mut_ptr().cast(), one.as_ptr().cast(), 1, std::ptr::null_mut(), 0, std::ptr::null_mut()), "copy");
+        ok(
+            a.zeCommandListAppendMemoryCopy(
+                l,
+                flag.as_mut_ptr().cast(),
+                one.as_ptr().cast(),
+                1,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            ),
+            "copy",
+        );
         ok(a.zeCommandListClose(l), "close");
         let (q_u, l_u, done_r) = (q as usize, l as usize, &*done);
         let runner = std::thread::spawn(move || {
             let mut l = l_u as ze_command_list_handle_t;
-            ok(a.zeCommandQueueExecuteCommandLists(q_u as ze_command_queue_handle_t, 1, &mut l, std::ptr::null_mut()), "execute");
+            ok(
+                a.zeCommandQueueExecuteCommandLists(q_u as ze_command_queue_handle_t, 1, &mut l, std::ptr::null_mut()),
+                "execute",
+            );
             done_r.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -778,7 +880,13 @@ fn concurrent_threads_and_cross_thread_event_waits() {
         ok(a.zeEventHostSignal(e), "host signal");
         runner.join().unwrap();
         assert_eq!(flag[0], 1);
-        for r in [a.zeCommandListDestroy(l), a.zeCommandQueueDestroy(q), a.zeEventDestroy(e), a.zeEventPoolDestroy(pool), a.zeContextDestroy(ctx)] {
+        for r in [
+            a.zeCommandListDestroy(l),
+            a.zeCommandQueueDestroy(q),
+            a.zeEventDestroy(e),
+            a.zeEventPoolDestroy(pool),
+            a.zeContextDestroy(ctx),
+        ] {
             ok(r, "destroy");
         }
     }

@@ -251,14 +251,7 @@ impl Report {
 fn uuid(u: &[u8; 16]) -> String {
     let h: Vec<String> = u.iter().map(|b| format!("{b:02x}")).collect();
     let h = h.concat();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 fn version3(v: sys::zel_version_t) -> String {
@@ -292,12 +285,7 @@ fn loader_versions() -> Result<Vec<ComponentVersion>, String> {
     Ok(list
         .iter()
         .map(|c| {
-            let bytes: Vec<u8> = c
-                .component_name
-                .iter()
-                .take_while(|&&b| b != 0)
-                .map(|&b| b as u8)
-                .collect();
+            let bytes: Vec<u8> = c.component_name.iter().take_while(|&&b| b != 0).map(|&b| b as u8).collect();
             ComponentVersion {
                 component: String::from_utf8_lossy(&bytes).into_owned(),
                 spec: api_version(c.spec_version),
@@ -352,11 +340,7 @@ fn drivers() -> Result<Vec<DriverInfo>, Error> {
 fn sycl_platforms() -> Result<Vec<SyclPlatformInfo>, Error> {
     let mut out = Vec::new();
     for p in sycl::platforms()? {
-        let devices = p
-            .devices()?
-            .into_iter()
-            .map(|d| (format!("{:?}", d.device_type), d.name))
-            .collect();
+        let devices = p.devices()?.into_iter().map(|d| (format!("{:?}", d.device_type), d.name)).collect();
         out.push(SyclPlatformInfo {
             index: p.index,
             backend: format!("{:?}", p.backend),
@@ -383,9 +367,7 @@ fn cpu_outputs(core: &Core, m: &ReferenceModel) -> Result<Vec<Vec<u8>>, Error> {
         r.set_input_tensor(i, t)?;
     }
     r.infer()?;
-    (0..m.outputs.len())
-        .map(|i| Ok(r.output_tensor(i)?.bytes()?.to_vec()))
-        .collect()
+    (0..m.outputs.len()).map(|i| Ok(r.output_tensor(i)?.bytes()?.to_vec())).collect()
 }
 
 /// Everything a strategy run needs.
@@ -399,13 +381,8 @@ struct Bench<'a> {
     vp: Option<&'static VirtualPlatform>,
 }
 
-const COUNTERS: [&str; 5] = [
-    "gpu.bytes_copied",
-    "npu.bytes_copied",
-    "npu.inferences",
-    "npu.graph_args.dma_buf",
-    "npu.graph_args.sysmem",
-];
+const COUNTERS: [&str; 5] =
+    ["gpu.bytes_copied", "npu.bytes_copied", "npu.inferences", "npu.graph_args.dma_buf", "npu.graph_args.sysmem"];
 
 fn classify(e: &Error) -> Status {
     match e.kind() {
@@ -427,13 +404,7 @@ impl Bench<'_> {
     /// Creates the strategy, its tensors, writes through SYCL, binds, infers, reads through SYCL and
     /// compares with the CPU plugin.
     fn run(&self, kind: StrategyKind, variant: &'static str, usm: UsmKind) -> StrategyRow {
-        let row = |status, zero_copy, detail: String| StrategyRow {
-            kind,
-            variant,
-            status,
-            zero_copy,
-            detail,
-        };
+        let row = |status, zero_copy, detail: String| StrategyRow { kind, variant, status, zero_copy, detail };
         let strategy = match self.build(kind, usm) {
             Ok(s) => s,
             Err(e) => return row(classify(&e), None, e.to_string()),
@@ -477,10 +448,7 @@ impl Bench<'_> {
         for (i, t) in outputs.iter().enumerate() {
             let got: Vec<u8> = t.read_to_vec(strategy.queue())?;
             m.compare(i, &self.cpu[i], &got).map_err(|e| {
-                Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("the NPU's output differs from the CPU plugin's: {e}"),
-                )
+                Error::new(ErrorKind::InvalidArgument, format!("the NPU's output differs from the CPU plugin's: {e}"))
             })?;
         }
         let bound = (inputs.len() + outputs.len()) as u64;
@@ -548,11 +516,9 @@ struct Setup {
 fn gather(force_virtual: bool) -> Result<Report> {
     let selection = virtual_platform::select(force_virtual).context("setting up the Level Zero platform")?;
     let platform = match &selection {
-        Selection::Virtual { reason, .. } => PlatformChoice {
-            is_virtual: true,
-            reason: reason.clone(),
-            accel: Vec::new(),
-        },
+        Selection::Virtual { reason, .. } => {
+            PlatformChoice { is_virtual: true, reason: reason.clone(), accel: Vec::new() }
+        }
         Selection::Real { accel, .. } => PlatformChoice {
             is_virtual: false,
             reason: format!("an Intel NPU is present ({})", accel[0].display()),
@@ -579,10 +545,7 @@ fn gather(force_virtual: bool) -> Result<Report> {
             Ok(c) => c.available_devices().map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         },
-        npu_name: core
-            .as_ref()
-            .ok()
-            .and_then(|c| c.property("NPU", "FULL_DEVICE_NAME").ok()),
+        npu_name: core.as_ref().ok().and_then(|c| c.property("NPU", "FULL_DEVICE_NAME").ok()),
     };
 
     let m = models::fully_connected();
@@ -608,30 +571,13 @@ fn gather(force_virtual: bool) -> Result<Report> {
             .into_iter()
             .find(|d| d.is_level_zero() && d.device_type == sycl::DeviceType::Gpu)
             .ok_or_else(|| {
-                Error::unsupported(
-                    "SYCL",
-                    "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's",
-                )
+                Error::unsupported("SYCL", "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's")
             })?;
         let context = sycl::Context::new(&gpu)?;
-        Ok(Setup {
-            _core: core,
-            compiled,
-            npu,
-            cpu,
-            gpu,
-            context,
-        })
+        Ok(Setup { _core: core, compiled, npu, cpu, gpu, context })
     };
     match setup() {
-        Ok(Setup {
-            compiled,
-            npu,
-            cpu,
-            gpu,
-            context,
-            ..
-        }) => {
+        Ok(Setup { compiled, npu, cpu, gpu, context, .. }) => {
             let c = npu.capabilities();
             npu_info = Ok(NpuInfo {
                 device_name: c.device_name.clone(),
@@ -641,27 +587,13 @@ fn gather(force_virtual: bool) -> Result<Report> {
                 sysmem_import: c.sysmem_import,
                 mutable_command_lists: c.mutable_command_lists,
             });
-            let bench = Bench {
-                npu: &npu,
-                compiled: &compiled,
-                context: &context,
-                gpu: &gpu,
-                m: &m,
-                cpu: &cpu,
-                vp,
-            };
+            let bench = Bench { npu: &npu, compiled: &compiled, context: &context, gpu: &gpu, m: &m, cpu: &cpu, vp };
             for (kind, variant, usm) in rows {
                 strategies.push(bench.run(kind, variant, usm));
             }
             auto = Some(match Auto::select(&npu, &context, &gpu) {
-                Ok(a) => AutoInfo {
-                    chosen: Ok(a.kind()),
-                    report: a.decision().to_string(),
-                },
-                Err(e) => AutoInfo {
-                    chosen: Err(e.to_string()),
-                    report: e.to_string(),
-                },
+                Ok(a) => AutoInfo { chosen: Ok(a.kind()), report: a.decision().to_string() },
+                Err(e) => AutoInfo { chosen: Err(e.to_string()), report: e.to_string() },
             });
         }
         Err(e) => {
@@ -728,17 +660,9 @@ fn table(r: &Report) -> String {
     let _ = writeln!(o);
     if r.platform.is_virtual {
         let _ = writeln!(o, "PLATFORM: VIRTUAL Level Zero platform ({})", r.platform.reason);
-        let _ = writeln!(
-            o,
-            "          a virtual Intel GPU + NPU under the real OpenVINO NPU plugin and DPC++ runtime"
-        );
+        let _ = writeln!(o, "          a virtual Intel GPU + NPU under the real OpenVINO NPU plugin and DPC++ runtime");
     } else {
-        let _ = writeln!(
-            o,
-            "PLATFORM: REAL ({}; accel nodes: {})",
-            r.platform.reason,
-            r.platform.accel.join(", ")
-        );
+        let _ = writeln!(o, "PLATFORM: REAL ({}; accel nodes: {})", r.platform.reason, r.platform.accel.join(", "));
     }
 
     let _ = writeln!(o);
@@ -796,11 +720,7 @@ fn table(r: &Report) -> String {
                     .iter()
                     .map(|(n, v)| format!("{n} {}.{}", sys::ze_major_version(*v), sys::ze_minor_version(*v)))
                     .collect();
-                let what = if d.is_intel_npu_driver {
-                    ", Intel NPU driver uuid"
-                } else {
-                    ""
-                };
+                let what = if d.is_intel_npu_driver { ", Intel NPU driver uuid" } else { "" };
                 if ext.is_empty() {
                     let _ = writeln!(o, "  driver {} extensions: none{what}", d.index);
                 } else {
@@ -868,15 +788,7 @@ fn table(r: &Report) -> String {
         Ok(ps) => {
             for p in ps {
                 let devs: Vec<String> = p.devices.iter().map(|(t, n)| format!("{t} {n:?}")).collect();
-                let _ = writeln!(
-                    o,
-                    "  [{}] {} {:?} ({}): {}",
-                    p.index,
-                    p.backend,
-                    p.name,
-                    p.version,
-                    devs.join(", ")
-                );
+                let _ = writeln!(o, "  [{}] {} {:?} ({}): {}", p.index, p.backend, p.name, p.version, devs.join(", "));
             }
         }
     }
@@ -894,13 +806,7 @@ fn table(r: &Report) -> String {
             Some(false) => "no",
             None => "-",
         };
-        let _ = writeln!(
-            o,
-            "  {:<14} {:<28} {:<12} {zc}",
-            s.kind.as_str(),
-            s.variant,
-            s.status.as_str()
-        );
+        let _ = writeln!(o, "  {:<14} {:<28} {:<12} {zc}", s.kind.as_str(), s.variant, s.status.as_str());
     }
     let _ = writeln!(o, "  details:");
     for s in &r.strategies {
@@ -919,22 +825,12 @@ fn table(r: &Report) -> String {
         }
         o.push_str(&wrap(&a.report, 100, "  "));
     }
-    let working: Vec<String> = r
-        .working()
-        .iter()
-        .map(|s| format!("{} ({})", s.kind, s.variant))
-        .collect();
+    let working: Vec<String> = r.working().iter().map(|s| format!("{} ({})", s.kind, s.variant)).collect();
     let _ = writeln!(o);
     if working.is_empty() {
         let _ = writeln!(o, "RESULT: no SYCL ⇄ NPU sharing strategy works here");
     } else {
-        let _ = writeln!(
-            o,
-            "RESULT: {} of {} work: {}",
-            working.len(),
-            r.strategies.len(),
-            working.join(", ")
-        );
+        let _ = writeln!(o, "RESULT: {} of {} work: {}", working.len(), r.strategies.len(), working.join(", "));
     }
     o
 }
@@ -1028,10 +924,7 @@ fn json(r: &Report) -> Json {
             Json::Obj(vec![
                 ("virtual", Json::Bool(r.platform.is_virtual)),
                 ("reason", Json::str(r.platform.reason.clone())),
-                (
-                    "accel",
-                    Json::Arr(r.platform.accel.iter().map(|a| Json::str(a.clone())).collect()),
-                ),
+                ("accel", Json::Arr(r.platform.accel.iter().map(|a| Json::str(a.clone())).collect())),
             ]),
         ),
         (
@@ -1131,28 +1024,13 @@ fn json(r: &Report) -> Json {
             "auto",
             match &r.auto {
                 Some(a) => Json::Obj(vec![
-                    (
-                        "chosen",
-                        a.chosen
-                            .as_ref()
-                            .ok()
-                            .map(|k| Json::str(k.as_str()))
-                            .unwrap_or(Json::Null),
-                    ),
+                    ("chosen", a.chosen.as_ref().ok().map(|k| Json::str(k.as_str())).unwrap_or(Json::Null)),
                     ("report", Json::str(a.report.clone())),
                 ]),
                 None => Json::Null,
             },
         ),
-        (
-            "working",
-            Json::Arr(
-                r.working()
-                    .iter()
-                    .map(|s| Json::str(format!("{} ({})", s.kind, s.variant)))
-                    .collect(),
-            ),
-        ),
+        ("working", Json::Arr(r.working().iter().map(|s| Json::str(format!("{} ({})", s.kind, s.variant))).collect())),
     ])
 }
 

@@ -42,7 +42,8 @@ impl Context {
     /// `zeContextCreate` on `driver`: an owned context, destroyed in `Drop`.
     pub fn create(driver: Driver) -> Result<Context> {
         let api = api()?;
-        let desc = sys::ze_context_desc_t { stype: sys::ZE_STRUCTURE_TYPE_CONTEXT_DESC, pNext: std::ptr::null(), flags: 0 };
+        let desc =
+            sys::ze_context_desc_t { stype: sys::ZE_STRUCTURE_TYPE_CONTEXT_DESC, pNext: std::ptr::null(), flags: 0 };
         let mut handle = std::ptr::null_mut();
         // SAFETY: a valid driver handle, descriptor and output pointer.
         check(unsafe { api.zeContextCreate(driver.as_raw(), &desc, &mut handle) }, "zeContextCreate")?;
@@ -195,7 +196,9 @@ impl Context {
         let r = unsafe { api.zeMemAllocShared(self.handle, &ddesc, &hdesc, size, align, device.as_raw(), &mut ptr) };
         check(r, "zeMemAllocShared")?;
         // SAFETY: ptr was just allocated in this context with `size` bytes.
-        unsafe { L0Allocation::adopt(self.clone(), ptr, size, MemoryKind::Shared, Some(device), None, "zeMemAllocShared") }
+        unsafe {
+            L0Allocation::adopt(self.clone(), ptr, size, MemoryKind::Shared, Some(device), None, "zeMemAllocShared")
+        }
     }
 
     /// `zeMemAllocHost` with a caller-built descriptor (whose chain may import memory).
@@ -272,7 +275,9 @@ impl Context {
             .find(|g| g.is_copy())
             .or_else(|| groups.iter().find(|g| g.is_compute()))
             .map(|g| g.ordinal)
-            .ok_or_else(|| Error::unsupported("device copy", format!("{device:?} has no copy or compute queue group")))?;
+            .ok_or_else(|| {
+                Error::unsupported("device copy", format!("{device:?} has no copy or compute queue group"))
+            })?;
         let desc = sys::ze_command_queue_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
             pNext: std::ptr::null(),
@@ -295,7 +300,9 @@ impl Context {
         }
         let guard = ListGuard(api, list);
         // SAFETY: dst/src validity is the caller's contract; no events.
-        let r = unsafe { api.zeCommandListAppendMemoryCopy(guard.1, dst, src, len, std::ptr::null_mut(), 0, std::ptr::null_mut()) };
+        let r = unsafe {
+            api.zeCommandListAppendMemoryCopy(guard.1, dst, src, len, std::ptr::null_mut(), 0, std::ptr::null_mut())
+        };
         check(r, "zeCommandListAppendMemoryCopy")?;
         if api.zeCommandListHostSynchronize.is_ok() {
             // SAFETY: a live immediate list.
@@ -329,7 +336,6 @@ impl fmt::Debug for Context {
 
 /// A non-null pointer from a successful allocation call, or an error naming `call`.
 pub(crate) fn non_null(ptr: *mut c_void, call: &'static str) -> Result<NonNull<c_void>> {
-    NonNull::new(ptr).ok_or_else(|| {
-        Error::level_zero(sys::ZE_RESULT_ERROR_UNKNOWN, call, "returned success but a null pointer")
-    })
+    NonNull::new(ptr)
+        .ok_or_else(|| Error::level_zero(sys::ZE_RESULT_ERROR_UNKNOWN, call, "returned success but a null pointer"))
 }

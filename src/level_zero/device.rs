@@ -130,10 +130,8 @@ impl Device {
     /// `zeDeviceGetProperties`.
     pub fn properties(&self) -> Result<DeviceProperties> {
         let api = api()?;
-        let mut p = sys::ze_device_properties_t {
-            stype: sys::ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES,
-            ..Default::default()
-        };
+        let mut p =
+            sys::ze_device_properties_t { stype: sys::ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES, ..Default::default() };
         // SAFETY: a valid device handle and an initialised output struct.
         check(unsafe { api.zeDeviceGetProperties(self.handle, &mut p) }, "zeDeviceGetProperties")?;
         Ok(DeviceProperties {

@@ -119,10 +119,8 @@ impl Driver {
     /// `zeDriverGetProperties`.
     pub fn properties(&self) -> Result<DriverProperties> {
         let api = api()?;
-        let mut p = sys::ze_driver_properties_t {
-            stype: sys::ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES,
-            ..Default::default()
-        };
+        let mut p =
+            sys::ze_driver_properties_t { stype: sys::ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES, ..Default::default() };
         // SAFETY: a valid driver handle and a properly initialised output struct.
         check(unsafe { api.zeDriverGetProperties(self.handle, &mut p) }, "zeDriverGetProperties")?;
         Ok(DriverProperties { uuid: p.uuid.id, driver_version: p.driverVersion })
@@ -145,16 +143,12 @@ impl Driver {
         let r = unsafe { api.zeDriverGetExtensionProperties(self.handle, &mut count, std::ptr::null_mut()) };
         check(r, "zeDriverGetExtensionProperties")?;
         // SAFETY: ze_driver_extension_properties_t is plain data (a char array and an integer).
-        let mut list: Vec<sys::ze_driver_extension_properties_t> =
-            vec![unsafe { std::mem::zeroed() }; count as usize];
+        let mut list: Vec<sys::ze_driver_extension_properties_t> = vec![unsafe { std::mem::zeroed() }; count as usize];
         // SAFETY: `list` has room for `count` entries.
         let r = unsafe { api.zeDriverGetExtensionProperties(self.handle, &mut count, list.as_mut_ptr()) };
         check(r, "zeDriverGetExtensionProperties")?;
         list.truncate(count as usize);
-        Ok(list
-            .iter()
-            .map(|e| Extension { name: c_chars_to_string(&e.name), version: e.version })
-            .collect())
+        Ok(list.iter().map(|e| Extension { name: c_chars_to_string(&e.name), version: e.version }).collect())
     }
 
     /// Whether the driver advertises the extension `name`.

@@ -81,7 +81,12 @@ impl Context {
     /// # Errors
     /// [`Unsupported`](crate::ErrorKind::Unsupported) when the device does not list DMA_BUF in its
     /// export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
-    pub fn alloc_device_exportable(self: &Arc<Self>, device: Device, size: usize, align: usize) -> Result<L0Allocation> {
+    pub fn alloc_device_exportable(
+        self: &Arc<Self>,
+        device: Device,
+        size: usize,
+        align: usize,
+    ) -> Result<L0Allocation> {
         let ext = device.external_memory_properties()?;
         if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
             return Err(Error::unsupported(
@@ -109,7 +114,12 @@ impl Context {
     ///
     /// The fd is borrowed: the caller keeps it and may close it once this returns (see the
     /// module docs). `size` must not exceed the buffer.
-    pub fn import_dma_buf(self: &Arc<Self>, device: Option<Device>, fd: BorrowedFd<'_>, size: usize) -> Result<L0Allocation> {
+    pub fn import_dma_buf(
+        self: &Arc<Self>,
+        device: Option<Device>,
+        fd: BorrowedFd<'_>,
+        size: usize,
+    ) -> Result<L0Allocation> {
         // SAFETY: a borrowed, open fd for the duration of the call; nothing is kept.
         unsafe { self.import_fd(device, fd.as_raw_fd(), size, None) }
     }
@@ -117,7 +127,12 @@ impl Context {
     /// Like [`import_dma_buf`](Self::import_dma_buf), but takes ownership of `fd`: it stays open
     /// while the allocation lives and is closed once, after `zeMemFree`. On error it is closed
     /// before this returns.
-    pub fn import_dma_buf_owned(self: &Arc<Self>, device: Option<Device>, fd: OwnedFd, size: usize) -> Result<L0Allocation> {
+    pub fn import_dma_buf_owned(
+        self: &Arc<Self>,
+        device: Option<Device>,
+        fd: OwnedFd,
+        size: usize,
+    ) -> Result<L0Allocation> {
         let raw = fd.as_raw_fd();
         // SAFETY: `fd` is open and moves into the allocation.
         unsafe { self.import_fd(device, raw, size, Some(fd)) }
@@ -125,7 +140,13 @@ impl Context {
 
     /// # Safety
     /// `fd` is open for the duration of the call; `keep` is `fd` itself or `None`.
-    unsafe fn import_fd(self: &Arc<Self>, device: Option<Device>, fd: i32, size: usize, keep: Option<OwnedFd>) -> Result<L0Allocation> {
+    unsafe fn import_fd(
+        self: &Arc<Self>,
+        device: Option<Device>,
+        fd: i32,
+        size: usize,
+        keep: Option<OwnedFd>,
+    ) -> Result<L0Allocation> {
         if let Some(device) = device {
             let ext = device.external_memory_properties()?;
             if !ext.import.contains(ExternalMemoryTypes::DMA_BUF) {

@@ -187,7 +187,11 @@ impl L0Allocation {
     fn range_check(&self, offset: usize, len: usize) -> Result<()> {
         match offset.checked_add(len) {
             Some(end) if end <= self.size => Ok(()),
-            _ => Err(Error::size(format!("L0 allocation access at offset {offset}"), offset.saturating_add(len), self.size)),
+            _ => Err(Error::size(
+                format!("L0 allocation access at offset {offset}"),
+                offset.saturating_add(len),
+                self.size,
+            )),
         }
     }
 
@@ -225,7 +229,8 @@ impl L0Allocation {
     }
 
     fn device_for_copy(&self) -> Result<Device> {
-        self.device.ok_or_else(|| Error::invalid_argument("this allocation is neither host-accessible nor tied to a device"))
+        self.device
+            .ok_or_else(|| Error::invalid_argument("this allocation is neither host-accessible nor tied to a device"))
     }
 }
 

@@ -45,7 +45,8 @@ impl PageAlignedBuffer {
     /// [`Io`](crate::ErrorKind::Io) when `mmap` fails (out of memory); [`Size`](crate::ErrorKind::Size)
     /// when the rounded size overflows.
     pub fn new(byte_len: usize) -> Result<PageAlignedBuffer> {
-        let len = round_up_to_page(byte_len.max(1)).ok_or_else(|| Error::size("a page-aligned buffer", byte_len, usize::MAX))?;
+        let len = round_up_to_page(byte_len.max(1))
+            .ok_or_else(|| Error::size("a page-aligned buffer", byte_len, usize::MAX))?;
         // SAFETY: a fresh private anonymous mapping; no existing memory is touched. Anonymous
         // mappings are zero-filled and page-aligned.
         let p = unsafe {
@@ -59,7 +60,10 @@ impl PageAlignedBuffer {
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(Error::io(format!("mmap of a {len}-byte page-aligned buffer"), std::io::Error::last_os_error()));
+            return Err(Error::io(
+                format!("mmap of a {len}-byte page-aligned buffer"),
+                std::io::Error::last_os_error(),
+            ));
         }
         let ptr = NonNull::new(p.cast::<u8>()).expect("mmap never returns null on success");
         Ok(PageAlignedBuffer { ptr, len })
@@ -139,7 +143,11 @@ impl PageAlignedBuffer {
         let shape = shape.into();
         let needed = super::tensors::tensor_bytes(element_type, &shape)?;
         if needed > self.len {
-            return Err(Error::size(format!("a {element_type} tensor of shape {shape} over a page-aligned buffer"), needed, self.len));
+            return Err(Error::size(
+                format!("a {element_type} tensor of shape {shape} over a page-aligned buffer"),
+                needed,
+                self.len,
+            ));
         }
         let ptr = self.ptr.as_ptr().cast::<c_void>();
         // SAFETY: ptr is valid for `needed ≤ len` bytes, page-aligned (≥ any element alignment)

@@ -109,7 +109,10 @@ impl NpuContext {
         // (a clone of the remote context) keeps that Core alive for as long as this wrapper.
         let l0 = unsafe { level_zero::Context::from_raw_borrowed_with_owner(handle.cast(), driver, remote.clone()) };
         l0.status().map_err(|e| {
-            Error::unsupported("NPU", format!("the NPU context L0_CONTEXT {handle:p} is not usable on the NPU driver: {e}"))
+            Error::unsupported(
+                "NPU",
+                format!("the NPU context L0_CONTEXT {handle:p} is not usable on the NPU driver: {e}"),
+            )
         })?;
         let ext = device.external_memory_properties()?;
         let dprops = device.properties()?;

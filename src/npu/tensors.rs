@@ -9,7 +9,8 @@ use super::NpuContext;
 use crate::error::{Error, ErrorKind, Result};
 use crate::level_zero::MemoryKind;
 use crate::openvino::{
-    Element, ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorData, TensorDataMut, TensorType,
+    Element, ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorData,
+    TensorDataMut, TensorType,
 };
 
 /// The byte size of a tensor of `element_type` and `shape`, rejecting element types without a
@@ -241,7 +242,11 @@ impl NpuContext {
             ));
         }
         if needed > byte_len {
-            return Err(Error::size(format!("dma-buf {element_type} tensor of shape {shape} (byte_len)"), needed, byte_len));
+            return Err(Error::size(
+                format!("dma-buf {element_type} tensor of shape {shape} (byte_len)"),
+                needed,
+                byte_len,
+            ));
         }
         let available = fd_size(fd.as_fd())?;
         if needed > available {

@@ -44,7 +44,8 @@ impl CompiledModel {
     /// # Safety
     /// `ptr` is a valid `ov_compiled_model_t` nobody else frees, created by `core`.
     pub(crate) unsafe fn from_raw(ptr: *mut sys::ov_compiled_model_t, core: Core) -> Result<CompiledModel> {
-        let ptr = NonNull::new(ptr).ok_or_else(|| Error::invalid_argument("OpenVINO returned a null compiled model"))?;
+        let ptr =
+            NonNull::new(ptr).ok_or_else(|| Error::invalid_argument("OpenVINO returned a null compiled model"))?;
         Ok(CompiledModel { inner: Arc::new(CompiledModelInner { ptr, core }) })
     }
 

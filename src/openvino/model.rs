@@ -52,10 +52,7 @@ pub(crate) unsafe fn take_port(port: *mut sys::ov_output_const_port_t) -> Result
     check(unsafe { sys::ov_port_get_element_type(port.0, &mut et) }, || {
         format!("ov_port_get_element_type (port {name:?})")
     })?;
-    let mut ps = sys::ov_partial_shape_t {
-        rank: sys::ov_dimension_t { min: 0, max: 0 },
-        dims: std::ptr::null_mut(),
-    };
+    let mut ps = sys::ov_partial_shape_t { rank: sys::ov_dimension_t { min: 0, max: 0 }, dims: std::ptr::null_mut() };
     // SAFETY: live port; ps is an out-pointer.
     check(unsafe { sys::ov_port_get_partial_shape(port.0, &mut ps) }, || {
         format!("ov_port_get_partial_shape (port {name:?})")
@@ -64,7 +61,11 @@ pub(crate) unsafe fn take_port(port: *mut sys::ov_output_const_port_t) -> Result
         None
     } else {
         // SAFETY: a static rank: dims has rank.min entries (filled by the successful call).
-        let dims = if ps.rank.min == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(ps.dims, ps.rank.min as usize) } };
+        let dims = if ps.rank.min == 0 {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(ps.dims, ps.rank.min as usize) }
+        };
         if dims.iter().all(|d| d.min == d.max && d.min >= 0) {
             Some(Shape::new(&dims.iter().map(|d| d.min as usize).collect::<Vec<_>>()))
         } else {

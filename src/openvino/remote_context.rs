@@ -144,7 +144,9 @@ impl RemoteContext {
         tensor_type: TensorType,
     ) -> Result<RemoteTensor> {
         // SAFETY: no memory handle is passed: the plugin allocates and owns the memory.
-        unsafe { self.create_tensor_raw(element_type, shape, MemType::L0InternalBuf, None, Some(tensor_type), Vec::new()) }
+        unsafe {
+            self.create_tensor_raw(element_type, shape, MemType::L0InternalBuf, None, Some(tensor_type), Vec::new())
+        }
     }
 
     /// A remote tensor described by typed properties (`ov_remote_context_create_tensor_props`

@@ -37,9 +37,7 @@ impl Shape {
     pub(crate) fn to_i64(&self) -> Result<Vec<i64>> {
         self.dims
             .iter()
-            .map(|&d| {
-                i64::try_from(d).map_err(|_| Error::shape(format!("dimension {d} of shape {self} is too large")))
-            })
+            .map(|&d| i64::try_from(d).map_err(|_| Error::shape(format!("dimension {d} of shape {self} is too large"))))
             .collect()
     }
 

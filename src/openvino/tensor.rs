@@ -186,11 +186,7 @@ impl TensorHandle {
             let p = NonNull::new(p.cast::<T>())
                 .ok_or_else(|| Error::invalid_argument("the tensor has no host memory (null data pointer)"))?;
             if (p.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
-                return Err(Error::alignment(
-                    "tensor data pointer",
-                    std::mem::align_of::<T>(),
-                    p.as_ptr() as usize,
-                ));
+                return Err(Error::alignment("tensor data pointer", std::mem::align_of::<T>(), p.as_ptr() as usize));
             }
             p
         };
@@ -232,10 +228,9 @@ impl Tensor {
         let mut raw: *mut sys::ov_tensor_t = std::ptr::null_mut();
         // SAFETY: the shape borrows `dims`, which outlives the call (the C API copies it); raw is a
         // valid out-pointer.
-        check(
-            unsafe { sys::ov_tensor_create(element_type.to_sys(), Shape::as_sys(&mut dims), &mut raw) },
-            || format!("ov_tensor_create({element_type}, {shape})"),
-        )?;
+        check(unsafe { sys::ov_tensor_create(element_type.to_sys(), Shape::as_sys(&mut dims), &mut raw) }, || {
+            format!("ov_tensor_create({element_type}, {shape})")
+        })?;
         // SAFETY: raw is a new tensor that nothing else owns; its memory is owned by the tensor.
         let handle = unsafe { TensorHandle::from_raw(raw, Vec::new()) }?;
         let bytes = handle.byte_size()?;

@@ -81,7 +81,8 @@ impl fmt::Display for AutoDecision {
         }
         let after: Vec<_> = self.attempts.iter().skip_while(|(k, _)| *k != self.chosen).skip(1).collect();
         let also: Vec<String> = after.iter().filter(|(_, r)| r.is_ok()).map(|(k, _)| k.to_string()).collect();
-        let failed: Vec<String> = after.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
+        let failed: Vec<String> =
+            after.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
         if !also.is_empty() {
             write!(f, " (also working: {})", also.join(", "))?;
         }
@@ -144,7 +145,12 @@ impl Auto {
     }
 
     /// Constructs the strategy `kind` (Auto's CPU_VA uses host USM).
-    fn build(kind: StrategyKind, npu: &NpuContext, context: &Arc<sycl::Context>, device: &sycl::Device) -> Result<Strategy> {
+    fn build(
+        kind: StrategyKind,
+        npu: &NpuContext,
+        context: &Arc<sycl::Context>,
+        device: &sycl::Device,
+    ) -> Result<Strategy> {
         Ok(match kind {
             StrategyKind::CardPath => Strategy::CardPath(CardPath::from_npu(npu)?),
             StrategyKind::DmaBuf => Strategy::DmaBuf(DmaBuf::new(npu, context, device)?),
@@ -174,7 +180,12 @@ impl Auto {
     }
 
     /// A shared tensor made by the chosen strategy.
-    pub fn tensor(&self, element_type: ElementType, shape: impl Into<Shape>, tensor_type: TensorType) -> Result<SharedTensor> {
+    pub fn tensor(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<SharedTensor> {
         self.strategy.tensor(element_type, shape, tensor_type)
     }
 

@@ -78,7 +78,9 @@ impl CardPath {
         let devices: Vec<sycl::Device> = platform
             .devices()?
             .into_iter()
-            .filter(|d| d.is_level_zero() && d.device_type == DeviceType::Gpu && d.native_driver() == Some(driver.as_raw()))
+            .filter(|d| {
+                d.is_level_zero() && d.device_type == DeviceType::Gpu && d.native_driver() == Some(driver.as_raw())
+            })
             .collect();
         if devices.is_empty() {
             return Err(Error::new(
@@ -108,7 +110,12 @@ impl CardPath {
     /// # Errors
     /// SYCL allocation errors; the CPU_VA errors of [`NpuContext::cpu_va_tensor_from_raw`]
     /// (the tensor's byte size must be a multiple of 4096 when the memory is imported).
-    pub fn tensor(&self, element_type: ElementType, shape: impl Into<Shape>, tensor_type: TensorType) -> Result<SharedTensor> {
+    pub fn tensor(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<SharedTensor> {
         let shape = shape.into();
         let (_, len) = sizes(element_type, &shape)?;
         let mut buf = UsmBuffer::new(&self.parts.context, &self.parts.device, UsmKind::Shared, len, PAGE_SIZE)?;
@@ -119,7 +126,14 @@ impl CardPath {
         // into `owner`, so it is reached only through the SharedTensor's guarded copies and the
         // tensor's checked views.
         let tensor = unsafe {
-            self.parts.npu.cpu_va_tensor_from_raw(ptr.as_ptr().cast::<c_void>(), len, Some(owner), element_type, shape, tensor_type)
+            self.parts.npu.cpu_va_tensor_from_raw(
+                ptr.as_ptr().cast::<c_void>(),
+                len,
+                Some(owner),
+                element_type,
+                shape,
+                tensor_type,
+            )
         }
         .map_err(|e| e.context("card path: the NPU's CPU_VA import of the shared USM"))?;
         self.parts.shared(tensor, StrategyKind::CardPath, ptr, len)

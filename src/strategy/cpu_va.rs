@@ -84,7 +84,12 @@ impl CpuVa {
     /// SYCL allocation errors; the CPU_VA errors of [`NpuContext::cpu_va_tensor_from_raw`]
     /// (notably [`Alignment { what: "CPU_VA byte size" }`](crate::ErrorKind::Alignment) when the
     /// tensor's byte size is not a multiple of 4096).
-    pub fn tensor(&self, element_type: ElementType, shape: impl Into<Shape>, tensor_type: TensorType) -> Result<SharedTensor> {
+    pub fn tensor(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<SharedTensor> {
         let shape = shape.into();
         let (_, len) = sizes(element_type, &shape)?;
         let mut buf = UsmBuffer::new(&self.parts.context, &self.parts.device, self.usm, len, PAGE_SIZE)?;
@@ -98,7 +103,14 @@ impl CpuVa {
         // was moved into `owner`, so it is reached only through the SharedTensor's guarded copies
         // and the tensor's checked views.
         let tensor = unsafe {
-            self.parts.npu.cpu_va_tensor_from_raw(ptr.as_ptr().cast::<c_void>(), len, Some(owner), element_type, shape, tensor_type)
+            self.parts.npu.cpu_va_tensor_from_raw(
+                ptr.as_ptr().cast::<c_void>(),
+                len,
+                Some(owner),
+                element_type,
+                shape,
+                tensor_type,
+            )
         }?;
         self.parts.shared(tensor, StrategyKind::CpuVa, ptr, len)
     }

@@ -69,7 +69,12 @@ impl DmaBuf {
     ///
     /// # Errors
     /// SYCL allocation / export errors; OpenVINO errors from the import.
-    pub fn tensor(&self, element_type: ElementType, shape: impl Into<Shape>, tensor_type: TensorType) -> Result<SharedTensor> {
+    pub fn tensor(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<SharedTensor> {
         let shape = shape.into();
         let (_, len) = sizes(element_type, &shape)?;
         let mut mem = ExportableDeviceMemory::new(&self.parts.context, &self.parts.device, len, PAGE_SIZE)?;

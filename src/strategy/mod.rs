@@ -401,7 +401,9 @@ impl SharedTensor {
 
 fn check_memory(what: &str, queue: &Queue, m: &dyn SyclMemory, len: usize) -> Result<()> {
     if !Arc::ptr_eq(m.context(), queue.context()) {
-        return Err(Error::invalid_argument(format!("SharedTensor::{what}: the memory belongs to another context than the queue")));
+        return Err(Error::invalid_argument(format!(
+            "SharedTensor::{what}: the memory belongs to another context than the queue"
+        )));
     }
     if len > m.len() {
         return Err(Error::size(format!("SharedTensor::{what}"), len, m.len()));
@@ -496,7 +498,12 @@ impl Strategy {
     }
 
     /// A shared tensor of `element_type` and `shape`; see each strategy's `tensor`.
-    pub fn tensor(&self, element_type: ElementType, shape: impl Into<Shape>, tensor_type: TensorType) -> Result<SharedTensor> {
+    pub fn tensor(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<SharedTensor> {
         let shape = shape.into();
         each!(self, s => s.tensor(element_type, shape, tensor_type))
     }
@@ -551,7 +558,16 @@ impl Parts {
         allocation_len: usize,
     ) -> Result<SharedTensor> {
         let byte_size = tensor.byte_size()?;
-        Ok(SharedTensor { tensor, kind, zero_copy: kind.is_zero_copy(), ptr, byte_size, allocation_len, context: Arc::clone(&self.context), npu: self.npu.clone() })
+        Ok(SharedTensor {
+            tensor,
+            kind,
+            zero_copy: kind.is_zero_copy(),
+            ptr,
+            byte_size,
+            allocation_len,
+            context: Arc::clone(&self.context),
+            npu: self.npu.clone(),
+        })
     }
 
     /// The probe every strategy runs: a 4 KiB `u8` tensor; a pattern written by SYCL must be what
@@ -599,7 +615,9 @@ fn first_difference(a: &[u8], b: &[u8]) -> usize {
 /// rounded up to whole pages for the SYCL allocation.
 pub(crate) fn sizes(element_type: ElementType, shape: &Shape) -> Result<(usize, usize)> {
     if element_type.bits() == 0 {
-        return Err(Error::element_type(format!("a shared tensor needs a fixed-size element type, not {element_type}")));
+        return Err(Error::element_type(format!(
+            "a shared tensor needs a fixed-size element type, not {element_type}"
+        )));
     }
     let elements = shape
         .dims()

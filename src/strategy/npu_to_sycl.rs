@@ -51,7 +51,12 @@ impl NpuToSycl {
 
     /// A tensor in memory the NPU plugin allocates (an L0 host tensor of `tensor_type`), reached
     /// from SYCL by copies.
-    pub fn tensor(&self, element_type: ElementType, shape: impl Into<Shape>, tensor_type: TensorType) -> Result<SharedTensor> {
+    pub fn tensor(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<SharedTensor> {
         let shape = shape.into();
         sizes(element_type, &shape)?;
         let tensor = self.parts.npu.l0_host_tensor(element_type, shape, tensor_type)?;
@@ -71,7 +76,12 @@ impl NpuToSycl {
     /// [`Unsupported { path: "NPU→SYCL zero-copy" }`](ErrorKind::Unsupported) when SYCL sees a
     /// foreign pointer (on every stack today, the virtual platform included); the message says why
     /// and what to use instead.
-    pub fn zero_copy_tensor(&self, element_type: ElementType, shape: impl Into<Shape>, tensor_type: TensorType) -> Result<SharedTensor> {
+    pub fn zero_copy_tensor(
+        &self,
+        element_type: ElementType,
+        shape: impl Into<Shape>,
+        tensor_type: TensorType,
+    ) -> Result<SharedTensor> {
         let mut t = self.tensor(element_type, shape, tensor_type)?;
         match self.parts.context.pointer_kind(t.sycl_ptr().cast_const().cast())? {
             Some(kind) if kind.is_host_accessible() => {

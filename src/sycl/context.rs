@@ -130,7 +130,9 @@ impl Context {
         let locations: Vec<bridge::DeviceLocation> = devices.iter().map(Device::location).collect();
         let (own, origin, keep_alive) = match ownership {
             LevelZeroOwnership::Transfer => (bridge::Ownership::Transfer, ContextOrigin::LevelZeroTransfer, None),
-            LevelZeroOwnership::Keep { keep_alive } => (bridge::Ownership::Keep, ContextOrigin::LevelZeroKeep, keep_alive),
+            LevelZeroOwnership::Keep { keep_alive } => {
+                (bridge::Ownership::Keep, ContextOrigin::LevelZeroKeep, keep_alive)
+            }
         };
         let sycl_devices = devices.iter().map(Device::open).collect::<Result<Vec<_>>>()?;
         let raw = bridge::make_level_zero_context(ze_context as usize, &locations, own)
@@ -166,7 +168,9 @@ impl Context {
         // SAFETY: the handle is live for as long as the `Arc` we hand over as the keep-alive (the Level
         // Zero layer destroys an owned context only in the `Drop` of its last `Arc`, and never a borrowed
         // one); the driver matches the devices' platform (checked above).
-        unsafe { Self::from_level_zero(context.as_raw(), devices, LevelZeroOwnership::Keep { keep_alive: Some(keep_alive) }) }
+        unsafe {
+            Self::from_level_zero(context.as_raw(), devices, LevelZeroOwnership::Keep { keep_alive: Some(keep_alive) })
+        }
     }
 
     /// `get_native<backend::ext_oneapi_level_zero>(context)`. For a context made with

@@ -60,7 +60,14 @@ impl ExportableDeviceMemory {
         let p = bridge::alloc_exportable_device_mem(len, alignment, sd, context.raw())
             .map_err(sycl_error("alloc_exportable_device_mem"))?;
         let ptr = NonNull::new(p).ok_or_else(|| Error::sycl("alloc_exportable_device_mem returned nullptr"))?;
-        Ok(ExportableDeviceMemory { ptr, len, alignment, device_slot, device: device.clone(), context: Arc::clone(context) })
+        Ok(ExportableDeviceMemory {
+            ptr,
+            len,
+            alignment,
+            device_slot,
+            device: device.clone(),
+            context: Arc::clone(context),
+        })
     }
 
     /// `export_device_mem_handle<external_mem_handle_type::dma_buf>`: a new dma-buf fd for the whole

@@ -61,8 +61,8 @@ mod platform;
 mod queue;
 mod usm;
 
-pub use context::{Context, ContextOrigin, LevelZeroOwnership};
 pub(crate) use crate::error::{Error, Result};
+pub use context::{Context, ContextOrigin, LevelZeroOwnership};
 pub use external::{ExportableDeviceMemory, ImportedMemory};
 pub use platform::{devices, platforms, Backend, Device, DeviceType, Platform};
 pub use queue::{NativeQueue, Queue};

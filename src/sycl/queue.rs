@@ -107,7 +107,9 @@ impl Queue {
     }
 
     fn check_range(what: &str, m: &dyn SyclMemory, byte_offset: usize, bytes: usize) -> Result<()> {
-        let end = byte_offset.checked_add(bytes).ok_or_else(|| Error::invalid_argument(format!("{what}: range overflows")))?;
+        let end = byte_offset
+            .checked_add(bytes)
+            .ok_or_else(|| Error::invalid_argument(format!("{what}: range overflows")))?;
         if end > m.len() {
             return Err(Error::size(what, end, m.len()));
         }

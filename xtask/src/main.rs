@@ -97,7 +97,12 @@ fn cmake_tests() -> Result<(), String> {
     }
     let prefix = native_finder::provisioned_prefix();
     let build = root().join("target/cmake");
-    run_cmd(Command::new("cmake").args(["-S", ".", "-B"]).arg(&build).arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())))?;
+    run_cmd(
+        Command::new("cmake")
+            .args(["-S", ".", "-B"])
+            .arg(&build)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())),
+    )?;
     run_cmd(Command::new("cmake").arg("--build").arg(&build).args(["--parallel", "2"]))?;
     run_cmd(Command::new("ctest").arg("--test-dir").arg(&build).arg("--output-on-failure"))
 }

@@ -24,9 +24,8 @@ impl Pins {
                 current = name.trim().to_string();
                 continue;
             }
-            let (key, value) = line
-                .split_once('=')
-                .ok_or_else(|| format!("{}:{}: expected `key = value`", path.display(), n + 1))?;
+            let (key, value) =
+                line.split_once('=').ok_or_else(|| format!("{}:{}: expected `key = value`", path.display(), n + 1))?;
             let value = value.trim();
             let values = if let Some(list) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
                 list.split(',').map(unquote).filter(|s| !s.is_empty()).collect()

@@ -127,7 +127,12 @@ fn level_zero_headers(pins: &Pins) -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("{package}_{}", version.split('-').next().unwrap_or(version))))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{package}_{}", version.split('-').next().unwrap_or(version)))
+        })
         .ok_or("the downloaded .deb is missing")?;
     let unpack = state.join("unpacked");
     let _ = std::fs::remove_dir_all(&unpack);

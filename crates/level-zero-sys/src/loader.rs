@@ -36,8 +36,6 @@ pub fn api() -> Result<&'static ZeApi, String> {
 /// Whether some `libze_loader.so.1` is already loaded in this process (without loading one).
 pub fn is_loaded() -> bool {
     // SAFETY: RTLD_NOLOAD never loads or initialises anything; it only returns an existing handle.
-    let lib = unsafe {
-        libloading::os::unix::Library::open(Some(LOADER_SONAME), libc::RTLD_NOLOAD | libc::RTLD_LAZY)
-    };
+    let lib = unsafe { libloading::os::unix::Library::open(Some(LOADER_SONAME), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
     lib.is_ok()
 }

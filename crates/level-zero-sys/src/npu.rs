@@ -52,13 +52,11 @@ pub const ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME: &str = "ZE_experimental_mutable_
 
 /// `ze_intel_npu_driver_uuid`: the NPU plugin accepts only a driver whose `ze_driver_properties_t::uuid`
 /// equals this value.
-pub const ZE_INTEL_NPU_DRIVER_UUID: [u8; 16] = [
-    0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89,
-];
+pub const ZE_INTEL_NPU_DRIVER_UUID: [u8; 16] =
+    [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89];
 /// `ze_intel_npu_device_uuid`.
-pub const ZE_INTEL_NPU_DEVICE_UUID: [u8; 16] = [
-    0x80, 0xd1, 0xd1, 0x1e, 0xb7, 0x38, 0x11, 0xea, 0xb3, 0xde, 0x02, 0x42, 0xac, 0x13, 0x00, 0x04,
-];
+pub const ZE_INTEL_NPU_DEVICE_UUID: [u8; 16] =
+    [0x80, 0xd1, 0xd1, 0x1e, 0xb7, 0x38, 0x11, 0xea, 0xb3, 0xde, 0x02, 0x42, 0xac, 0x13, 0x00, 0x04];
 
 // ---------------------------------------------------------------------------------------------------------
 // Opaque handles of the extensions
@@ -903,14 +901,8 @@ mod layout_tests {
         assert_eq!(offset_of!(ze_graph_argument_properties_3_t, quantZeroPoint), 316);
         assert_eq!(offset_of!(ze_graph_argument_properties_3_t, dims_count), 320);
         assert_eq!(offset_of!(ze_graph_argument_properties_3_t, debug_friendly_name), 324);
-        assert_eq!(
-            offset_of!(ze_graph_argument_properties_3_t, associated_tensor_names),
-            580
-        );
-        assert_eq!(
-            offset_of!(ze_graph_argument_properties_3_t, associated_tensor_names_count),
-            580 + 8192
-        );
+        assert_eq!(offset_of!(ze_graph_argument_properties_3_t, associated_tensor_names), 580);
+        assert_eq!(offset_of!(ze_graph_argument_properties_3_t, associated_tensor_names_count), 580 + 8192);
     }
 
     #[test]

@@ -108,9 +108,7 @@ fn find_lib(dir: &Path, stem: &str) -> Option<PathBuf> {
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n == stem || n.starts_with(&format!("{stem}.")))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n == stem || n.starts_with(&format!("{stem}.")))
         })
         .filter(|p| !p.to_string_lossy().ends_with(".py"))
         .collect();
@@ -185,7 +183,9 @@ pub fn find_openvino() -> Result<Found, NotFound> {
         match env_dir(var) {
             Some(root) => {
                 let rt = root.join("runtime");
-                if let Some(f) = openvino_in(&rt.join("lib/intel64"), &format!("${var}"), Some(rt.join("include")), &mut probe) {
+                if let Some(f) =
+                    openvino_in(&rt.join("lib/intel64"), &format!("${var}"), Some(rt.join("include")), &mut probe)
+                {
                     return Ok(f);
                 }
             }
@@ -206,15 +206,19 @@ pub fn find_openvino() -> Result<Found, NotFound> {
     }
     match python("import openvino, os; print(os.path.dirname(openvino.__file__))") {
         Some(pkg) => {
-            if let Some(f) = openvino_python_package(Path::new(&pkg), "pip-installed openvino (python3 on PATH)", &mut probe) {
+            if let Some(f) =
+                openvino_python_package(Path::new(&pkg), "pip-installed openvino (python3 on PATH)", &mut probe)
+            {
                 return Ok(f);
             }
         }
         None => probe.miss("python3 on PATH", "no importable `openvino` package"),
     }
-    let mut system = vec![PathBuf::from("/usr/lib/x86_64-linux-gnu"), PathBuf::from("/usr/lib64"), PathBuf::from("/usr/local/lib")];
+    let mut system =
+        vec![PathBuf::from("/usr/lib/x86_64-linux-gnu"), PathBuf::from("/usr/lib64"), PathBuf::from("/usr/local/lib")];
     if let Ok(rd) = std::fs::read_dir("/opt/intel") {
-        let mut archives: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().contains("openvino")).collect();
+        let mut archives: Vec<PathBuf> =
+            rd.flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().contains("openvino")).collect();
         archives.sort();
         archives.reverse();
         system.extend(archives.into_iter().map(|p| p.join("runtime/lib/intel64")));
@@ -245,12 +249,9 @@ fn sycl_in(root: &Path, source: &str, probe: &mut Probe) -> Option<Found> {
         return None;
     }
     match find_lib(&root.join("lib"), "libsycl.so") {
-        Some(library) => Some(Found {
-            source: source.to_string(),
-            lib_dir: root.join("lib"),
-            library,
-            include_dir: Some(include),
-        }),
+        Some(library) => {
+            Some(Found { source: source.to_string(), lib_dir: root.join("lib"), library, include_dir: Some(include) })
+        }
         None => {
             probe.miss(format!("{source} → {}", root.display()), "no lib/libsycl.so*");
             None

@@ -143,7 +143,8 @@ impl EventState {
         if timeout_ns == 0 {
             return false;
         }
-        let deadline = if timeout_ns == u64::MAX { None } else { Instant::now().checked_add(Duration::from_nanos(timeout_ns)) };
+        let deadline =
+            if timeout_ns == u64::MAX { None } else { Instant::now().checked_add(Duration::from_nanos(timeout_ns)) };
         while !g.signaled {
             match deadline {
                 None => g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner()),
@@ -345,7 +346,15 @@ fn run_recorded(driver: DriverKind, r: &Recorded) -> ze_result_t {
 impl CommandList {
     /// A new list of `driver`.
     pub fn new(driver: DriverKind, immediate: bool, mutable: bool, ordinal: u32) -> Self {
-        CommandList { driver, immediate, mutable, ordinal, context: 0, device: 0, state: Mutex::new(ListState::default()) }
+        CommandList {
+            driver,
+            immediate,
+            mutable,
+            ordinal,
+            context: 0,
+            device: 0,
+            state: Mutex::new(ListState::default()),
+        }
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, ListState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -360,7 +369,12 @@ impl CommandList {
     }
     /// Appends a command that first waits for `waits` and signals `signal` when done. On an
     /// immediate list it runs now (on the calling thread).
-    pub fn append_with_events(&self, cmd: Command, signal: Option<Arc<EventState>>, waits: Vec<Arc<EventState>>) -> ze_result_t {
+    pub fn append_with_events(
+        &self,
+        cmd: Command,
+        signal: Option<Arc<EventState>>,
+        waits: Vec<Arc<EventState>>,
+    ) -> ze_result_t {
         let r = Recorded { cmd, waits, signal };
         if self.immediate {
             let _g = self.lock(); // in order with other appends to this list

@@ -256,7 +256,13 @@ mod tests {
         assert_eq!(guard("unitOk", || Ok::<(), ze_result_t>(())), ZE_RESULT_SUCCESS);
         crate::faults::inject("unitFaulty", 1, ZE_RESULT_ERROR_DEVICE_LOST);
         let mut ran = false;
-        assert_eq!(guard("unitFaulty", || { ran = true; ZE_RESULT_SUCCESS }), ZE_RESULT_ERROR_DEVICE_LOST);
+        assert_eq!(
+            guard("unitFaulty", || {
+                ran = true;
+                ZE_RESULT_SUCCESS
+            }),
+            ZE_RESULT_ERROR_DEVICE_LOST
+        );
         assert!(!ran, "an injected fault answers before the body runs");
         assert!(guard_ptr::<u8>("unitPtr", || panic!("boom")).is_null());
     }

@@ -133,11 +133,7 @@ pub fn lookup(driver: DriverKind, ptr: *const c_void) -> Option<AllocInfo> {
         return None;
     }
     let reg = lock(driver);
-    reg.range(..=(p, u64::MAX))
-        .rev()
-        .take(64)
-        .map(|(_, r)| r.info)
-        .find(|i| p >= i.base && p < i.base + i.size.max(1))
+    reg.range(..=(p, u64::MAX)).rev().take(64).map(|(_, r)| r.info).find(|i| p >= i.base && p < i.base + i.size.max(1))
 }
 
 /// Number of live registry entries of `driver` (imports included).
@@ -231,7 +227,9 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
                     // SAFETY: stype says ze_external_memory_export_desc_t.
                     let d = unsafe { &*(e.ptr as *const ze_external_memory_export_desc_t) };
                     let flags = d.flags;
-                    if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD) == 0 {
+                    if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD)
+                        == 0
+                    {
                         return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
                     }
                     export = true;
@@ -240,7 +238,9 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
                     // SAFETY: stype says ze_external_memory_import_fd_t.
                     let d = unsafe { &*(e.ptr as *const ze_external_memory_import_fd_t) };
                     let flags = d.flags;
-                    if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD) == 0 {
+                    if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD)
+                        == 0
+                    {
                         return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
                     }
                     import_fd = Some(d.fd);
@@ -396,7 +396,8 @@ mod tests {
         let chain = &d as *const _ as *const c_void;
         // SAFETY: a one-entry chain; the fd and mappings are checked and released below.
         unsafe {
-            let p = allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, 5000, 1 << 16) }, &[chain]).unwrap();
+            let p =
+                allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, 5000, 1 << 16) }, &[chain]).unwrap();
             assert_eq!(p as usize % (1 << 16), 0);
             *(p as *mut u8).add(4999) = 42;
             let fd = export_fd(DriverKind::Gpu, (p as *const u8).add(10).cast()).unwrap();

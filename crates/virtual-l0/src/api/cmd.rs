@@ -2,14 +2,22 @@
 //! Execution is synchronous on the calling thread (see [`crate::cmdlist`]).
 use crate::cmdlist::{collect_events, Command, CommandList, CommandQueue, Event, EventPool, EventState, Fence};
 use crate::export::{chain, input, out, ZeResult};
-use crate::objects::{self, command_list_from, context_from, device_in, event_from, event_pool_from, fence_from, queue_from, same_driver};
+use crate::objects::{
+    self, command_list_from, context_from, device_in, event_from, event_pool_from, fence_from, queue_from, same_driver,
+};
 use crate::stypes;
 use crate::sys::*;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 /// Appends `cmd` with the call's signal event and wait list.
-unsafe fn append(list: ze_command_list_handle_t, cmd: impl FnOnce() -> ZeResult<Command>, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) -> ZeResult {
+unsafe fn append(
+    list: ze_command_list_handle_t,
+    cmd: impl FnOnce() -> ZeResult<Command>,
+    signal: ze_event_handle_t,
+    n: u32,
+    waits: *mut ze_event_handle_t,
+) -> ZeResult {
     // SAFETY: handles validated; the wait array comes from the caller.
     let l = unsafe { command_list_from(list) }?;
     // SAFETY: as above.

@@ -4,7 +4,12 @@ use crate::objects::{self, context_from, device, device_in, driver_from, Context
 use crate::sys::*;
 use std::ffi::c_void;
 
-unsafe fn create(h: ze_driver_handle_t, n: u32, devs: *mut ze_device_handle_t, o: *mut ze_context_handle_t) -> ZeResult {
+unsafe fn create(
+    h: ze_driver_handle_t,
+    n: u32,
+    devs: *mut ze_device_handle_t,
+    o: *mut ze_context_handle_t,
+) -> ZeResult {
     // SAFETY: handle validated; out-parameter from the caller.
     let (d, o) = unsafe { (driver_from(h)?, out(o)?) };
     let kind = d.driver();

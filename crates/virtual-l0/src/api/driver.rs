@@ -14,7 +14,8 @@ pub const GPU_DRIVER_VERSION: u32 = 0x0106_0000;
 /// NPU `driverVersion` (distinct from the GPU's).
 pub const NPU_DRIVER_VERSION: u32 = 1;
 /// `ze_intel_npu_driver_uuid`.
-pub const NPU_DRIVER_UUID: [u8; 16] = [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89];
+pub const NPU_DRIVER_UUID: [u8; 16] =
+    [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89];
 /// The virtual GPU driver's uuid ("vl0-gpu-driver" padded).
 pub const GPU_DRIVER_UUID: [u8; 16] = *b"vl0-gpu-driver\0\x01";
 
@@ -154,4 +155,3 @@ ze_api_ptr! {
     /// NULL: v2 then calls `zeContextCreate` (a real default context would be destroyed by it).
     fn zeDriverGetDefaultContext(_h: ze_driver_handle_t) -> ze_context_handle_t { std::ptr::null_mut() }
 }
-

@@ -15,7 +15,8 @@ pub const LOADER_SPEC: u32 = make_version(1, 17);
 fn fill_component(v: &mut zel_component_version_t) {
     set_cstr(&mut v.component_name, "loader");
     v.spec_version = LOADER_SPEC as ze_api_version_t;
-    v.component_lib_version = zel_version_t { major: LOADER_VERSION.0, minor: LOADER_VERSION.1, patch: LOADER_VERSION.2 };
+    v.component_lib_version =
+        zel_version_t { major: LOADER_VERSION.0, minor: LOADER_VERSION.1, patch: LOADER_VERSION.2 };
 }
 
 unsafe fn versions(num: *mut usize, versions: *mut zel_component_version_t) -> ZeResult {

@@ -114,11 +114,7 @@ fn check(what: &str, st: ov::ov_status_e) -> Result<(), String> {
         Ok(())
     } else {
         let msg = last_error();
-        Err(if msg.is_empty() {
-            format!("{what} failed ({st:?})")
-        } else {
-            format!("{what} failed ({st:?}): {msg}")
-        })
+        Err(if msg.is_empty() { format!("{what} failed ({st:?})") } else { format!("{what} failed ({st:?}): {msg}") })
     }
 }
 
@@ -174,20 +170,12 @@ fn locate_openvino_c() -> Result<PathBuf, String> {
             .to_string()
     })?;
     let dir = core.parent().map(PathBuf::from).unwrap_or_default();
-    let suffix = core
-        .file_name()
-        .and_then(|f| f.to_str())
-        .and_then(|f| f.strip_prefix("libopenvino.so"))
-        .unwrap_or("");
+    let suffix = core.file_name().and_then(|f| f.to_str()).and_then(|f| f.strip_prefix("libopenvino.so")).unwrap_or("");
     let c = dir.join(format!("libopenvino_c.so{suffix}"));
     if c.exists() {
         Ok(c)
     } else {
-        Err(format!(
-            "OpenVINO is loaded from {} but {} does not exist",
-            core.display(),
-            c.display()
-        ))
+        Err(format!("OpenVINO is loaded from {} but {} does not exist", core.display(), c.display()))
     }
 }
 
@@ -219,18 +207,11 @@ fn engine() -> Result<&'static Engine, String> {
 unsafe fn port_info(port: *const ov::ov_output_const_port_t) -> Result<PortInfo, String> {
     let mut t = ov::ov_element_type_e::DYNAMIC;
     // SAFETY: valid port and out-parameter.
-    check("ov_port_get_element_type", unsafe {
-        ov::ov_port_get_element_type(port, &mut t)
-    })?;
+    check("ov_port_get_element_type", unsafe { ov::ov_port_get_element_type(port, &mut t) })?;
     let elem = Elem::from_ov(t).ok_or_else(|| format!("element type {t:?} is not supported by the virtual NPU"))?;
-    let mut shape = ov::ov_shape_t {
-        rank: 0,
-        dims: std::ptr::null_mut(),
-    };
+    let mut shape = ov::ov_shape_t { rank: 0, dims: std::ptr::null_mut() };
     // SAFETY: valid port and out-parameter; freed below.
-    check("ov_const_port_get_shape", unsafe {
-        ov::ov_const_port_get_shape(port, &mut shape)
-    })?;
+    check("ov_const_port_get_shape", unsafe { ov::ov_const_port_get_shape(port, &mut shape) })?;
     let dims = (0..shape.rank.max(0) as usize)
         // SAFETY: dims has `rank` elements.
         .map(|i| unsafe { *shape.dims.add(i) } as u64)
@@ -249,11 +230,7 @@ unsafe fn port_info(port: *const ov::ov_output_const_port_t) -> Result<PortInfo,
     } else {
         None
     };
-    Ok(PortInfo {
-        elem,
-        shape: dims,
-        any_name,
-    })
+    Ok(PortInfo { elem, shape: dims, any_name })
 }
 
 /// The ports of a model (`model == true`) or compiled model.
@@ -365,10 +342,7 @@ pub fn read_model(xml: &[u8], weights: &[u8]) -> Result<ReadModel, String> {
     let mut wt: *mut ov::ov_tensor_t = std::ptr::null_mut();
     if !weights.is_empty() {
         let mut dims = [weights.len() as i64];
-        let shape = ov::ov_shape_t {
-            rank: 1,
-            dims: dims.as_mut_ptr(),
-        };
+        let shape = ov::ov_shape_t { rank: 1, dims: dims.as_mut_ptr() };
         // SAFETY: the weights live in `ReadModel`/`Compiled` for as long as the model does.
         check("ov_tensor_create_from_host_ptr (weights)", unsafe {
             ov::ov_tensor_create_from_host_ptr(
@@ -389,12 +363,7 @@ pub fn read_model(xml: &[u8], weights: &[u8]) -> Result<ReadModel, String> {
         unsafe { ov::ov_tensor_free(wt) };
     }
     check("reading the IR (ov_core_read_model_from_memory_buffer)", st)?;
-    let mut rm = ReadModel {
-        model,
-        weights,
-        inputs: Vec::new(),
-        outputs: Vec::new(),
-    };
+    let mut rm = ReadModel { model, weights, inputs: Vec::new(), outputs: Vec::new() };
     // SAFETY: model is valid.
     if unsafe { ov::ov_model_is_dynamic(model) } {
         return Err("the model has dynamic shapes; the virtual NPU supports static shapes only".into());
@@ -419,10 +388,7 @@ pub fn compile(mut rm: ReadModel, conv: &Conversions) -> Result<Compiled, String
     let dev = CString::new("CPU").unwrap();
     // f32 inference on the CPU plugin (it may otherwise pick bf16/f16 on capable CPUs): the virtual NPU
     // computes what the model says, like OpenVINO's CPU reference.
-    let props = [ov::ov_property_t {
-        key: c"INFERENCE_PRECISION_HINT".as_ptr(),
-        value: c"f32".as_ptr().cast(),
-    }];
+    let props = [ov::ov_property_t { key: c"INFERENCE_PRECISION_HINT".as_ptr(), value: c"f32".as_ptr().cast() }];
     let mut compiled = std::ptr::null_mut();
     // SAFETY: valid core and model; the properties point to static strings.
     check("compiling for OpenVINO's CPU plugin", unsafe {
@@ -431,11 +397,7 @@ pub fn compile(mut rm: ReadModel, conv: &Conversions) -> Result<Compiled, String
     let model_ptr = std::mem::replace(&mut rm.model, std::ptr::null_mut());
     let weights = std::mem::take(&mut rm.weights);
     let mut c = Compiled {
-        h: Handles {
-            model: model_ptr,
-            compiled,
-            pool: Mutex::new(Vec::new()),
-        },
+        h: Handles { model: model_ptr, compiled, pool: Mutex::new(Vec::new()) },
         _weights: weights,
         network_inputs: std::mem::take(&mut rm.inputs),
         network_outputs: std::mem::take(&mut rm.outputs),
@@ -491,9 +453,7 @@ fn with_conversions(model: *mut ov::ov_model_t, conv: &Conversions) -> Result<*m
             let st = unsafe { ov::ov_preprocess_output_info_get_tensor_info(info, &mut ti) };
             let r = check("ppp output tensor", st).and_then(|_| {
                 // SAFETY: valid tensor info.
-                check("ppp output element type", unsafe {
-                    ov::ov_preprocess_output_set_element_type(ti, el.ov)
-                })
+                check("ppp output element type", unsafe { ov::ov_preprocess_output_set_element_type(ti, el.ov) })
             });
             // SAFETY: owned by us.
             unsafe {
@@ -506,9 +466,7 @@ fn with_conversions(model: *mut ov::ov_model_t, conv: &Conversions) -> Result<*m
         }
         let mut out = std::ptr::null_mut();
         // SAFETY: valid ppp and out-parameter.
-        check("applying precision conversions", unsafe {
-            ov::ov_preprocess_prepostprocessor_build(ppp, &mut out)
-        })?;
+        check("applying precision conversions", unsafe { ov::ov_preprocess_prepostprocessor_build(ppp, &mut out) })?;
         Ok(out)
     })();
     // SAFETY: owned by us.
@@ -522,11 +480,7 @@ impl Compiled {
     pub fn infer(&self, args: &[usize]) -> Result<(), String> {
         let n_in = self.inputs.len();
         if args.len() != n_in + self.outputs.len() {
-            return Err(format!(
-                "{} arguments given, the graph has {}",
-                args.len(),
-                n_in + self.outputs.len()
-            ));
+            return Err(format!("{} arguments given, the graph has {}", args.len(), n_in + self.outputs.len()));
         }
         if let Some(i) = args.iter().position(|&a| a == 0) {
             return Err(format!("graph argument {i} was never set"));
@@ -555,10 +509,7 @@ impl Compiled {
         let n_in = self.inputs.len();
         for (k, (port, &addr)) in self.inputs.iter().chain(self.outputs.iter()).zip(args).enumerate() {
             let mut dims: Vec<i64> = port.shape.iter().map(|&d| d as i64).collect();
-            let shape = ov::ov_shape_t {
-                rank: dims.len() as i64,
-                dims: dims.as_mut_ptr(),
-            };
+            let shape = ov::ov_shape_t { rank: dims.len() as i64, dims: dims.as_mut_ptr() };
             let mut t = std::ptr::null_mut();
             // SAFETY: addr is the argument the caller bound: L0 memory of at least the port's size that
             // stays valid for this execution (the Level Zero contract for graph arguments).

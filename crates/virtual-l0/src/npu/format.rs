@@ -59,22 +59,16 @@ pub fn parse_ngraph_lite(b: &[u8]) -> Result<IrInput, String> {
         .ok_or_else(|| format!("NGRAPH_LITE: xml size {xml_len} exceeds the buffer ({} bytes)", b.len()))?;
     let w_len = read_u64(b, xml_end).ok_or("NGRAPH_LITE: truncated weights size")? as usize;
     let w_start = xml_end + 8;
-    let w_end = w_start.checked_add(w_len).filter(|&e| e <= b.len()).ok_or_else(|| {
-        format!(
-            "NGRAPH_LITE: weights size {w_len} exceeds the buffer ({} bytes)",
-            b.len()
-        )
-    })?;
+    let w_end = w_start
+        .checked_add(w_len)
+        .filter(|&e| e <= b.len())
+        .ok_or_else(|| format!("NGRAPH_LITE: weights size {w_len} exceeds the buffer ({} bytes)", b.len()))?;
     // The XML may be NUL-terminated by some serializers; OpenVINO's reader wants the text only.
     let mut xml = b[16..xml_end].to_vec();
     while xml.last() == Some(&0) {
         xml.pop();
     }
-    Ok(IrInput {
-        xml,
-        weights: b[w_start..w_end].to_vec(),
-        compiler_version: Some((major, minor)),
-    })
+    Ok(IrInput { xml, weights: b[w_start..w_end].to_vec(), compiler_version: Some((major, minor)) })
 }
 
 /// Magic of the native blob.
@@ -122,10 +116,7 @@ pub fn parse_native(b: &[u8]) -> Result<(IrInput, String), String> {
         return Err("not a blob of this driver (bad magic): import only blobs exported by the virtual NPU".into());
     }
     if b.len() < HEADER {
-        return Err(format!(
-            "native blob truncated: {} bytes, header needs {HEADER}",
-            b.len()
-        ));
+        return Err(format!("native blob truncated: {} bytes, header needs {HEADER}", b.len()));
     }
     let version = u32::from_le_bytes(b[8..12].try_into().unwrap());
     let header = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
@@ -139,18 +130,12 @@ pub fn parse_native(b: &[u8]) -> Result<(IrInput, String), String> {
     let w_len = read_u64(b, 32).unwrap() as usize;
     let f_len = read_u64(b, 40).unwrap() as usize;
     let sum = read_u64(b, 48).unwrap();
-    let expect = HEADER
-        .checked_add(xml_len)
-        .and_then(|x| x.checked_add(w_len))
-        .and_then(|x| x.checked_add(f_len));
+    let expect = HEADER.checked_add(xml_len).and_then(|x| x.checked_add(w_len)).and_then(|x| x.checked_add(f_len));
     if expect != Some(total) {
         return Err("native blob header is inconsistent (section lengths do not add up)".into());
     }
     if total > b.len() {
-        return Err(format!(
-            "native blob truncated: header says {total} bytes, {} present",
-            b.len()
-        ));
+        return Err(format!("native blob truncated: header says {total} bytes, {} present", b.len()));
     }
     let xml = &b[HEADER..HEADER + xml_len];
     let weights = &b[HEADER + xml_len..HEADER + xml_len + w_len];
@@ -159,14 +144,7 @@ pub fn parse_native(b: &[u8]) -> Result<(IrInput, String), String> {
         return Err("native blob checksum mismatch (corrupted blob)".into());
     }
     let flags = String::from_utf8(flags.to_vec()).map_err(|_| "native blob build flags are not UTF-8")?;
-    Ok((
-        IrInput {
-            xml: xml.to_vec(),
-            weights: weights.to_vec(),
-            compiler_version: None,
-        },
-        flags,
-    ))
+    Ok((IrInput { xml: xml.to_vec(), weights: weights.to_vec(), compiler_version: None }, flags))
 }
 
 /// The build flags the plugin sends with an NGRAPH_LITE graph, e.g.
@@ -216,9 +194,7 @@ fn tokens(s: &str) -> Vec<String> {
 /// `"0:FP32 1:U8"` → `[("0","FP32"), ("1","U8")]`; the last `:` separates key and value, so names with
 /// colons survive.
 fn pairs(v: &str) -> Vec<(String, String)> {
-    v.split_whitespace()
-        .filter_map(|p| p.rsplit_once(':').map(|(k, v)| (k.to_string(), v.to_string())))
-        .collect()
+    v.split_whitespace().filter_map(|p| p.rsplit_once(':').map(|(k, v)| (k.to_string(), v.to_string()))).collect()
 }
 
 /// Parses the build flags; unknown options are ignored.
@@ -303,10 +279,7 @@ mod tests {
             "--inputs_precisions=\"0:FP32 1:U8\" --inputs_layouts=\"0:NC 1:NCHW\" --outputs_precisions=\"0:FP16\" \
              --outputs_layouts=\"0:NC\" --config NPU_MAX_TILES=\"6\" NPU_PLATFORM=\"4000\" LOG_LEVEL=\"LOG_NONE\"",
         );
-        assert_eq!(
-            f.inputs_precisions,
-            vec![("0".into(), "FP32".into()), ("1".into(), "U8".into())]
-        );
+        assert_eq!(f.inputs_precisions, vec![("0".into(), "FP32".into()), ("1".into(), "U8".into())]);
         assert_eq!(f.inputs_layouts[1], ("1".into(), "NCHW".into()));
         assert_eq!(f.outputs_precisions, vec![("0".into(), "FP16".into())]);
         assert_eq!(f.config.get("NPU_PLATFORM").map(String::as_str), Some("4000"));

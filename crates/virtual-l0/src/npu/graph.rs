@@ -74,10 +74,7 @@ impl Graph {
         let n = self.args.len();
         p.global.resize(n, 0);
         p.global[index] = value;
-        let mine = p
-            .per_thread
-            .entry(std::thread::current().id())
-            .or_insert_with(|| vec![None; n]);
+        let mine = p.per_thread.entry(std::thread::current().id()).or_insert_with(|| vec![None; n]);
         mine[index] = Some(value);
     }
 
@@ -250,11 +247,7 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
     let (ir_in, flags_text) = match format_ {
         ZE_GRAPH_FORMAT_NGRAPH_LITE => (format::parse_ngraph_lite(data)?, build_flags.to_string()),
         ZE_GRAPH_FORMAT_NATIVE => format::parse_native(data)?,
-        other => {
-            return Err(format!(
-                "graph format {other:#x} is not supported (NGRAPH_LITE 0x2 and NATIVE 0x1 are)"
-            ))
-        }
+        other => return Err(format!("graph format {other:#x} is not supported (NGRAPH_LITE 0x2 and NATIVE 0x1 are)")),
     };
     let flags: BuildFlags = format::parse_build_flags(&flags_text);
     for (k, v) in &flags.config {
@@ -264,9 +257,7 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
         if (k.contains("SEPARATE_WEIGHTS") || k.contains("WEIGHTLESS"))
             && !matches!(v.as_str(), "" | "0" | "NO" | "FALSE")
         {
-            return Err(format!(
-                "{k}={v}: weights separation is not supported by the virtual NPU"
-            ));
+            return Err(format!("{k}={v}: weights separation is not supported by the virtual NPU"));
         }
         if k == "NPU_BATCH_MODE" && v == "PLUGIN" {
             // The plugin handles batching itself; nothing to do here.
@@ -315,10 +306,8 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
     let in_map = match_ports(&rm.inputs, &summary.inputs, |l| &l.tensor_names);
     let out_map = match_ports(&rm.outputs, &summary.outputs, |l| &l.tensor_names);
 
-    let in_names: Vec<(String, Vec<String>)> = in_map
-        .iter()
-        .map(|&i| (summary.inputs[i].name.clone(), summary.inputs[i].tensor_names.clone()))
-        .collect();
+    let in_names: Vec<(String, Vec<String>)> =
+        in_map.iter().map(|&i| (summary.inputs[i].name.clone(), summary.inputs[i].tensor_names.clone())).collect();
     let out_names: Vec<(String, Vec<String>)> = out_map
         .iter()
         .zip(&rm.outputs)
@@ -352,20 +341,8 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
         }
         Ok(())
     };
-    precision(
-        &flags.inputs_precisions,
-        &in_names,
-        &rm.inputs,
-        &mut conv.inputs,
-        "inputs",
-    )?;
-    precision(
-        &flags.outputs_precisions,
-        &out_names,
-        &rm.outputs,
-        &mut conv.outputs,
-        "outputs",
-    )?;
+    precision(&flags.inputs_precisions, &in_names, &rm.inputs, &mut conv.inputs, "inputs")?;
+    precision(&flags.outputs_precisions, &out_names, &rm.outputs, &mut conv.outputs, "outputs")?;
     // Layouts from the build flags describe the argument memory. The plugin derives them from the
     // model (its declared layout, else the default for the rank), so they are recorded as reported
     // layouts; one that contradicts the layout the model declares would need a transposition, which
@@ -405,13 +382,7 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
     let in_declared: Vec<Option<String>> = in_map.iter().map(|&i| summary.inputs[i].layout.clone()).collect();
     let out_declared: Vec<Option<String>> = out_map.iter().map(|&i| summary.outputs[i].layout.clone()).collect();
     let in_layouts = layouts(&flags.inputs_layouts, &in_names, &rm.inputs, &in_declared, "inputs")?;
-    let out_layouts = layouts(
-        &flags.outputs_layouts,
-        &out_names,
-        &rm.outputs,
-        &out_declared,
-        "outputs",
-    )?;
+    let out_layouts = layouts(&flags.outputs_layouts, &out_names, &rm.outputs, &out_declared, "outputs")?;
 
     let network_in: Vec<Elem> = rm.inputs.iter().map(|p| p.elem).collect();
     let network_out: Vec<Elem> = rm.outputs.iter().map(|p| p.elem).collect();
@@ -450,10 +421,7 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
             ));
         }
         if a.tensor_names.len() > ZE_MAX_GRAPH_TENSOR_NAMES_SIZE {
-            return Err(format!(
-                "argument {:?} has more than {ZE_MAX_GRAPH_TENSOR_NAMES_SIZE} tensor names",
-                a.name
-            ));
+            return Err(format!("argument {:?} has more than {ZE_MAX_GRAPH_TENSOR_NAMES_SIZE} tensor names", a.name));
         }
     }
     let native = format::write_native(&ir_in.xml, &ir_in.weights, &flags_text);
@@ -464,10 +432,7 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
         n_inputs,
         native,
         compiled,
-        pending: Mutex::new(Pending {
-            global: vec![0; n],
-            per_thread: HashMap::new(),
-        }),
+        pending: Mutex::new(Pending { global: vec![0; n], per_thread: HashMap::new() }),
     })
 }
 
@@ -522,13 +487,8 @@ unsafe fn create_graph(
             // Registered with the first graph, so they read 0 rather than "unknown" before any execution.
             crate::counters::add("npu.graph_args.dma_buf", 0);
             crate::counters::add("npu.graph_args.sysmem", 0);
-            *out_graph = create::<GraphObject, _>(
-                DriverKind::Npu,
-                GraphObject {
-                    graph: Arc::new(g),
-                    log: text.clone(),
-                },
-            );
+            *out_graph =
+                create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
             (Ok(()), text)
         }
         Err(e) => {
@@ -703,11 +663,7 @@ macro_rules! fill_common {
     ($p:expr, $a:expr) => {{
         let a: &Arg = $a;
         set_cstr(&mut $p.name, &a.name);
-        $p.type_ = if a.input {
-            ZE_GRAPH_ARGUMENT_TYPE_INPUT
-        } else {
-            ZE_GRAPH_ARGUMENT_TYPE_OUTPUT
-        };
+        $p.type_ = if a.input { ZE_GRAPH_ARGUMENT_TYPE_INPUT } else { ZE_GRAPH_ARGUMENT_TYPE_OUTPUT };
         $p.dims = [1; ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE];
         for (d, s) in $p.dims.iter_mut().zip(&a.shape) {
             *d = *s as u32;
@@ -811,11 +767,7 @@ unsafe extern "C" fn pfnGraphGetArgumentMetadata(
         let a = arg_of(&g.graph, argIndex)?;
         // SAFETY: caller-provided out-parameter.
         let p = unsafe { out(p) }?;
-        p.type_ = if a.input {
-            ZE_GRAPH_ARGUMENT_TYPE_INPUT
-        } else {
-            ZE_GRAPH_ARGUMENT_TYPE_OUTPUT
-        };
+        p.type_ = if a.input { ZE_GRAPH_ARGUMENT_TYPE_INPUT } else { ZE_GRAPH_ARGUMENT_TYPE_OUTPUT };
         set_cstr(&mut p.friendly_name, &a.name);
         p.data_type = a.network.ze_metadata;
         p.shape = [0; ZE_MAX_GRAPH_TENSOR_REF_DIMS];
@@ -881,15 +833,10 @@ unsafe extern "C" fn pfnSetArgumentValue2(
                 dense_elems[d] = acc;
                 acc *= a.shape[d];
             }
-            let given: Vec<u64> = s.userStrides[..rank.min(ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE)]
-                .iter()
-                .map(|&x| x as u64)
-                .collect();
+            let given: Vec<u64> =
+                s.userStrides[..rank.min(ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE)].iter().map(|&x| x as u64).collect();
             let in_elems = given.iter().zip(&dense_elems).all(|(g, d)| *g == 0 || g == d);
-            let in_bytes = given
-                .iter()
-                .zip(&dense_elems)
-                .all(|(g, d)| *g == 0 || *g == d * a.device.size as u64);
+            let in_bytes = given.iter().zip(&dense_elems).all(|(g, d)| *g == 0 || *g == d * a.device.size as u64);
             if !(in_elems || in_bytes) {
                 record_log("virtual NPU: non-dense argument strides are not supported");
                 return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
@@ -1041,16 +988,8 @@ unsafe extern "C" fn pfnDeviceGetGraphProperties2(
             &mut p.graphFormatsSupported,
             &mut p.maxOVOpsetVersionSupported,
         );
-        p.elfVersion = ze_graph_version_info_t {
-            major: 1,
-            minor: 0,
-            patch: 0,
-        };
-        p.runtimeVersion = ze_graph_version_info_t {
-            major: 1,
-            minor: 0,
-            patch: 0,
-        };
+        p.elfVersion = ze_graph_version_info_t { major: 1, minor: 0, patch: 0 };
+        p.runtimeVersion = ze_graph_version_info_t { major: 1, minor: 0, patch: 0 };
         Ok(())
     })
 }
@@ -1094,9 +1033,7 @@ unsafe extern "C" fn pfnQueryNetworkGetSupportedLayers(
     _s: *mut usize,
     _l: *mut c_char,
 ) -> ze_result_t {
-    guard("pfnQueryNetworkGetSupportedLayers", || {
-        ZE_RESULT_ERROR_UNSUPPORTED_FEATURE
-    })
+    guard("pfnQueryNetworkGetSupportedLayers", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
 }
 
 unsafe extern "C" fn pfnBuildLogGetString(

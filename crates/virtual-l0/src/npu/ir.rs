@@ -174,11 +174,7 @@ fn split_names(s: &str) -> Vec<String> {
 fn layout_letters(s: &str) -> Option<String> {
     let inner = s.trim().trim_start_matches('[').trim_end_matches(']');
     let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
-    if parts.is_empty()
-        || parts
-            .iter()
-            .any(|p| p.len() != 1 || !p.chars().all(|c| c.is_ascii_alphabetic()))
-    {
+    if parts.is_empty() || parts.iter().any(|p| p.len() != 1 || !p.chars().all(|c| c.is_ascii_alphabetic())) {
         return None;
     }
     Some(parts.concat().to_ascii_uppercase())
@@ -303,10 +299,7 @@ pub fn summarize(xml: &str) -> Result<IrSummary, String> {
         return Err("the IR XML has no <layer> elements".into());
     }
     let by_id: HashMap<&str, &Layer> = layers.iter().map(|l| (l.id.as_str(), l)).collect();
-    let mut summary = IrSummary {
-        stateful_ops: stateful,
-        ..Default::default()
-    };
+    let mut summary = IrSummary { stateful_ops: stateful, ..Default::default() };
     for l in &layers {
         match l.type_.as_str() {
             "Parameter" => summary.inputs.push(IrInput {
@@ -318,12 +311,8 @@ pub fn summarize(xml: &str) -> Result<IrSummary, String> {
                 let edge = edges.iter().find(|e| e.2 == l.id);
                 let (producer, names) = match edge.and_then(|e| by_id.get(e.0.as_str()).map(|p| (p, &e.1))) {
                     Some((p, port)) => {
-                        let names = p
-                            .outputs
-                            .iter()
-                            .find(|o| &o.id == port)
-                            .map(|o| o.names.clone())
-                            .unwrap_or_default();
+                        let names =
+                            p.outputs.iter().find(|o| &o.id == port).map(|o| o.names.clone()).unwrap_or_default();
                         (p.name.clone(), names)
                     }
                     None => (l.name.clone(), Vec::new()),

@@ -76,14 +76,9 @@ pub fn extension_function_address(name: &CStr) -> Option<*mut c_void> {
 /// Highest version of each table-bearing extension (the requested version may be lower: the tables are
 /// prefix-compatible, a caller of version v reads only the slots of v).
 fn table_version(name: &[u8]) -> Option<u32> {
-    EXTENSIONS
-        .iter()
-        .find(|(n, _)| n.as_bytes() == name)
-        .map(|&(_, v)| v)
-        .filter(|_| {
-            name != ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME.as_bytes()
-                && name != ZE_EXTERNAL_MEMMAP_SYSMEM_EXT_NAME.as_bytes()
-        })
+    EXTENSIONS.iter().find(|(n, _)| n.as_bytes() == name).map(|&(_, v)| v).filter(|_| {
+        name != ZE_MUTABLE_COMMAND_LIST_EXP_EXT_NAME.as_bytes() && name != ZE_EXTERNAL_MEMMAP_SYSMEM_EXT_NAME.as_bytes()
+    })
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -127,9 +122,8 @@ unsafe extern "C" fn pfnGetExtension(
 }
 
 /// The `ZE_extension_driver_npu` table.
-pub static DRIVER_NPU_TABLE: ze_driver_npu_dditable_ext_t = ze_driver_npu_dditable_ext_t {
-    pfnGetExtension: Some(pfnGetExtension),
-};
+pub static DRIVER_NPU_TABLE: ze_driver_npu_dditable_ext_t =
+    ze_driver_npu_dditable_ext_t { pfnGetExtension: Some(pfnGetExtension) };
 
 // ---------------------------------------------------------------------------------------------------------
 // ZE_extension_command_queue_npu, ZE_extension_context_npu
@@ -151,9 +145,8 @@ unsafe extern "C" fn pfnSetWorkloadType(
 }
 
 /// The `ZE_extension_command_queue_npu` table (1.1).
-pub static COMMAND_QUEUE_NPU_TABLE: ze_command_queue_npu_dditable_ext_t = ze_command_queue_npu_dditable_ext_t {
-    pfnSetWorkloadType: Some(pfnSetWorkloadType),
-};
+pub static COMMAND_QUEUE_NPU_TABLE: ze_command_queue_npu_dditable_ext_t =
+    ze_command_queue_npu_dditable_ext_t { pfnSetWorkloadType: Some(pfnSetWorkloadType) };
 
 unsafe extern "C" fn pfnContextSetProperties(
     hContext: ze_context_handle_t,
@@ -259,10 +252,8 @@ mod tests {
         for (n, _) in p {
             let c = std::ffi::CString::new(*n).unwrap();
             let table = extension_function_address(&c);
-            let expect_table = !matches!(
-                *n,
-                "ZE_experimental_mutable_command_list" | "ZE_extension_external_memmap_sysmem"
-            );
+            let expect_table =
+                !matches!(*n, "ZE_experimental_mutable_command_list" | "ZE_extension_external_memmap_sysmem");
             assert_eq!(table.is_some(), expect_table, "{n}");
         }
     }
