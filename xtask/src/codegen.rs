@@ -1,5 +1,6 @@
-//! Regenerates `crates/level-zero-sys/src/generated.rs` from the pinned Level Zero headers
-//! (fetched by `setup --codegen`). bindgen lives in its own package so that ordinary builds of
+//! Regenerates what is derived from the pinned Level Zero headers (fetched by `setup --codegen`):
+//! `crates/level-zero-sys/src/generated.rs` (bindgen) and the virtual platform's UNSUPPORTED stubs
+//! `crates/virtual-l0/src/api/stubs.rs` (`crates/virtual-l0/tools/gen_stubs.py`). bindgen lives in its own package so that ordinary builds of
 //! xtask (and so `cargo xtask test` on CI) never compile it.
 
 use crate::{root, run_cmd};
@@ -12,5 +13,10 @@ pub fn run() -> Result<(), String> {
         .arg(native_finder::level_zero_headers())
         .arg(&out);
     run_cmd(&mut cmd)?;
-    run_cmd(Command::new("rustfmt").args(["--edition", "2021"]).arg(&out))
+    run_cmd(Command::new("rustfmt").args(["--edition", "2021"]).arg(&out))?;
+    run_cmd(
+        Command::new("python3")
+            .arg(root().join("crates/virtual-l0/tools/gen_stubs.py"))
+            .arg(native_finder::level_zero_headers().join("level_zero")),
+    )
 }
