@@ -617,6 +617,9 @@ mod inner {
             }
             r.infer().unwrap();
             e.assert_matches_cpu(kind.as_str(), std::slice::from_ref(&x), &[output.read_to_vec::<u8>(q).unwrap()]);
+            // Zero-sized elements: an error, not a copy into a Vec that has no buffer.
+            let err = output.read_to_vec::<[f32; 0]>(q).unwrap_err();
+            assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{kind}: {err}");
             // During an asynchronous inference SYCL access is refused, not raced.
             r.start_async().unwrap();
             let err = input.write(q, 0, &x).unwrap_err();

@@ -461,6 +461,14 @@ mod inner {
         let mut foreign = UsmBuffer::new(&other, &g.device, UsmKind::Shared, 64, 64).unwrap();
         let e = queue.fill(&mut foreign, 0).unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
+        // Zero-sized `Pod` elements (`[T; 0]`): a Vec of them has no buffer to copy into, so reading
+        // the memory as such elements is an error, not a memcpy to a dangling pointer.
+        let buf = UsmBuffer::new(&ctx, &g.device, UsmKind::Shared, 64, 64).unwrap();
+        let e = queue.read_to_vec::<[u32; 0], _>(&buf).unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("zero-sized"), "{e}");
+        let e = buf.copy_to_vec::<[u8; 0]>(&queue).unwrap_err();
+        assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
         done("plain_context_and_argument_checks");
     }
 

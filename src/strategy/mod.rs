@@ -334,7 +334,7 @@ impl SharedTensor {
     /// The whole tensor as `T`s, read with a SYCL `memcpy` on `queue`. The byte size must be a
     /// multiple of `size_of::<T>()`.
     pub fn read_to_vec<T: Pod>(&self, queue: &Queue) -> Result<Vec<T>> {
-        let size = std::mem::size_of::<T>().max(1);
+        let size = sycl::element_size_for_read::<T>("SharedTensor::read_to_vec")?;
         if self.byte_size % size != 0 {
             return Err(Error::invalid_argument(format!(
                 "SharedTensor::read_to_vec: {} bytes are not a whole number of {size}-byte elements",
@@ -344,9 +344,9 @@ impl SharedTensor {
         let mut out: Vec<T> = Vec::with_capacity(self.byte_size / size);
         self.check_queue("read_to_vec", queue)?;
         let _view = self.tensor.host_bytes()?;
-        // SAFETY: the spare capacity holds `byte_size` bytes, all written by the copy before
-        // `set_len` (we wait first); every bit pattern is a valid `T` (`Pod`); the source is the
-        // tensor's memory under the read view.
+        // SAFETY: `T` is not zero-sized (checked), so the spare capacity is an allocation of
+        // `byte_size` bytes, all written by the copy before `set_len` (we wait first); every bit
+        // pattern is a valid `T` (`Pod`); the source is the tensor's memory under the read view.
         unsafe {
             queue.memcpy_raw(out.as_mut_ptr().cast(), self.ptr.as_ptr(), self.byte_size)?;
             queue.wait()?;

@@ -66,6 +66,7 @@ pub use context::{Context, ContextOrigin, LevelZeroOwnership};
 pub use external::{ExportableDeviceMemory, ImportedMemory};
 pub use platform::{devices, platforms, Backend, Device, DeviceType, Platform};
 pub use queue::{NativeQueue, Queue};
+pub(crate) use usm::element_size_for_read;
 pub use usm::{Pod, SyclMemory, UsmBuffer, UsmKind};
 
 /// A C++ exception from the bridge as an [`Error`] of kind `Sycl`, with `what` (the operation) first.

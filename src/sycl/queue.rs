@@ -1,14 +1,13 @@
 //! In-order `sycl::queue`: memcpy / memset only (no kernels).
 
 use std::fmt;
-use std::mem::size_of;
 use std::sync::Arc;
 
 use cxx::UniquePtr;
 use level_zero_sys::{ze_command_list_handle_t, ze_command_queue_handle_t};
 
 use super::ffi::bridge;
-use super::usm::{Pod, SyclMemory};
+use super::usm::{element_size_for_read, Pod, SyclMemory};
 use super::{sycl_error, Context, Device, Error, Result};
 
 /// The native Level Zero object behind a queue (`get_native<ext_oneapi_level_zero>(queue)`). The
@@ -150,7 +149,7 @@ impl Queue {
 
     /// Reads the whole of `src` as `T`s. `src.len()` must be a multiple of `size_of::<T>()`.
     pub fn read_to_vec<T: Pod, M: SyclMemory>(&self, src: &M) -> Result<Vec<T>> {
-        let size = size_of::<T>().max(1);
+        let size = element_size_for_read::<T>("Queue::read_to_vec")?;
         if src.len() % size != 0 {
             return Err(Error::invalid_argument(format!(
                 "Queue::read_to_vec: {} bytes are not a whole number of {}-byte elements",
@@ -161,8 +160,9 @@ impl Queue {
         let n = src.len() / size;
         self.same_context("Queue::read_to_vec", src)?;
         let mut out: Vec<T> = Vec::with_capacity(n);
-        // SAFETY: the spare capacity has room for `n` `T`s = `src.len()` bytes, all of which the copy
-        // writes before `set_len` (we wait first); every bit pattern is a valid `T` (`Pod`).
+        // SAFETY: `T` is not zero-sized (checked), so the spare capacity is an allocation with room for
+        // `n` `T`s = `src.len()` bytes, all of which the copy writes before `set_len` (we wait first);
+        // every bit pattern is a valid `T` (`Pod`).
         unsafe {
             self.memcpy_raw(out.as_mut_ptr().cast(), src.as_ptr(), src.len())?;
             self.wait()?;

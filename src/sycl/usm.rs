@@ -61,6 +61,20 @@ pod!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64);
 // SAFETY: an array of `Pod` has no padding between elements and accepts every bit pattern.
 unsafe impl<T: Pod, const N: usize> Pod for [T; N] {}
 
+/// The size of one `T` for reading memory as a `Vec<T>` (`what` names the operation in the error).
+///
+/// `[T; 0]` is `Pod` but zero-sized: a `Vec` of it has no buffer (its pointer dangles), so copying
+/// bytes into it would write through a dangling pointer. Such a read is an `InvalidArgument` error.
+pub(crate) fn element_size_for_read<T: Pod>(what: &str) -> Result<usize> {
+    match std::mem::size_of::<T>() {
+        0 => Err(Error::invalid_argument(format!(
+            "{what}: {} is a zero-sized type; memory cannot be read as zero-sized elements",
+            std::any::type_name::<T>()
+        ))),
+        n => Ok(n),
+    }
+}
+
 mod sealed {
     pub trait Sealed {}
 }
