@@ -192,6 +192,58 @@ pub struct CommandQueue {
     pub flags: u32,
     /// `ze_command_queue_mode_t`
     pub mode: u32,
+    /// submissions still running (on other threads): `zeCommandQueueSynchronize` waits for them
+    pub inflight: InFlight,
+}
+
+/// Work in progress on a queue or an immediate list. Execution is synchronous on the submitting
+/// thread, but another thread may be in the middle of it (blocked on an event, or running a
+/// graph); `zeCommandQueueSynchronize` / `zeCommandListHostSynchronize` must wait for that work
+/// like a real driver does, not report completion early.
+#[derive(Default)]
+pub struct InFlight {
+    n: Mutex<u64>,
+    cv: Condvar,
+}
+
+/// Leaves an [`InFlight`] section when dropped (also on unwinding).
+pub struct InFlightGuard<'a>(&'a InFlight);
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        let mut n = self.0.n.lock().unwrap_or_else(|e| e.into_inner());
+        *n -= 1;
+        if *n == 0 {
+            self.0.cv.notify_all();
+        }
+    }
+}
+
+impl InFlight {
+    /// Marks work as started until the guard is dropped.
+    pub fn enter(&self) -> InFlightGuard<'_> {
+        *self.n.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        InFlightGuard(self)
+    }
+    /// Waits up to `timeout_ns` (`u64::MAX` = forever) until no work is in progress; true when idle.
+    pub fn wait_idle(&self, timeout_ns: u64) -> bool {
+        let mut n = self.n.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline =
+            if timeout_ns == u64::MAX { None } else { Instant::now().checked_add(Duration::from_nanos(timeout_ns)) };
+        while *n > 0 {
+            match deadline {
+                None => n = self.cv.wait(n).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return false;
+                    }
+                    n = self.cv.wait_timeout(n, d - now).unwrap_or_else(|e| e.into_inner()).0;
+                }
+            }
+        }
+        true
+    }
 }
 
 #[derive(Default)]
@@ -213,6 +265,8 @@ pub struct CommandList {
     /// device handle it was created for
     pub device: usize,
     state: Mutex<ListState>,
+    /// immediate lists: appends still running (`zeCommandListHostSynchronize` waits for them)
+    inflight: InFlight,
 }
 
 impl Kind for EventPool {
@@ -255,7 +309,8 @@ pub unsafe fn collect_events(
     let mut v = Vec::new();
     if n > 0 {
         if waits.is_null() {
-            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+            // The spec's code for `(nullptr == phWaitEvents) && (0 < numWaitEvents)`.
+            return Err(ZE_RESULT_ERROR_INVALID_SIZE);
         }
         for i in 0..n as usize {
             // SAFETY: i < n, per the contract.
@@ -354,10 +409,16 @@ impl CommandList {
             context: 0,
             device: 0,
             state: Mutex::new(ListState::default()),
+            inflight: InFlight::default(),
         }
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, ListState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// `zeCommandListHostSynchronize`: waits up to `timeout_ns` until no append of this immediate
+    /// list is still running on another thread; true when everything appended has completed.
+    pub fn wait_idle(&self, timeout_ns: u64) -> bool {
+        self.inflight.wait_idle(timeout_ns)
     }
     /// Whether this is an immediate list.
     pub fn is_immediate(&self) -> bool {
@@ -377,6 +438,7 @@ impl CommandList {
     ) -> ze_result_t {
         let r = Recorded { cmd, waits, signal };
         if self.immediate {
+            let _busy = self.inflight.enter();
             let _g = self.lock(); // in order with other appends to this list
             return run_recorded(self.driver, &r);
         }

@@ -10,6 +10,23 @@ use crate::sys::*;
 use std::ffi::c_void;
 use std::sync::Arc;
 
+/// Queues per group of the device of `driver` (one group, ordinal 0; see `zeDeviceGetCommandQueueGroupProperties`).
+fn queues_in_group(driver: objects::DriverKind) -> u32 {
+    match driver {
+        objects::DriverKind::Gpu => 4,
+        objects::DriverKind::Npu => 1,
+    }
+}
+
+/// A queue group ordinal and queue index must name an existing queue of the device (one group,
+/// ordinal 0), else `ZE_RESULT_ERROR_INVALID_ARGUMENT`, as a real driver answers.
+fn check_queue(driver: objects::DriverKind, ordinal: u32, index: u32) -> ZeResult {
+    if ordinal != 0 || index >= queues_in_group(driver) {
+        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+    }
+    Ok(())
+}
+
 /// Appends `cmd` with the call's signal event and wait list.
 unsafe fn append(
     list: ze_command_list_handle_t,
@@ -35,10 +52,8 @@ ze_api! {
         let (c, d, o) = unsafe { (context_from(ctx)?, input(desc)?, out(o)?) };
         // SAFETY: as above.
         unsafe { device_in(c.driver(), dev) }?;
-        if d.ordinal != 0 {
-            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
-        }
-        *o = objects::create(c.driver(), CommandQueue { ordinal: d.ordinal, flags: d.flags, mode: d.mode });
+        check_queue(c.driver(), d.ordinal, d.index)?;
+        *o = objects::create(c.driver(), CommandQueue { ordinal: d.ordinal, flags: d.flags, mode: d.mode, inflight: Default::default() });
         Ok(())
     }
     fn zeCommandQueueDestroy(q: ze_command_queue_handle_t) {
@@ -46,6 +61,7 @@ ze_api! {
         unsafe { objects::destroy::<CommandQueue, _>(q) }.map(drop)
     }
     fn zeCommandQueueExecuteCommandLists(q: ze_command_queue_handle_t, n: u32, lists: *mut ze_command_list_handle_t, fence: ze_fence_handle_t) {
+        let qh = q;
         // SAFETY: handles validated.
         let q = unsafe { queue_from(q) }?;
         let fence = if fence.is_null() {
@@ -54,21 +70,30 @@ ze_api! {
             // SAFETY: as above.
             let f = unsafe { fence_from(fence) }?;
             same_driver(q.driver(), f)?;
+            // The spec: "The application must use a fence created using the same command queue."
+            if f.queue != qh as usize {
+                return Err(ZE_RESULT_ERROR_INVALID_SYNCHRONIZATION_OBJECT);
+            }
             Some(f)
         };
-        if n > 0 && lists.is_null() {
+        if lists.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        if n == 0 {
+            return Err(ZE_RESULT_ERROR_INVALID_SIZE);
         }
         let mut ls = Vec::with_capacity(n as usize);
         for i in 0..n as usize {
             // SAFETY: the caller provides n list handles.
             let l = unsafe { command_list_from(*lists.add(i)) }?;
             same_driver(q.driver(), l)?;
-            if l.is_immediate() {
+            // Immediate lists, and lists of another queue group ordinal, cannot run on this queue.
+            if l.is_immediate() || l.ordinal != q.ordinal {
                 return Err(ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE);
             }
             ls.push(l);
         }
+        let _busy = q.inflight.enter();
         let mut res = ZE_RESULT_SUCCESS;
         for l in ls {
             res = l.execute();
@@ -82,9 +107,12 @@ ze_api! {
         }
         Ok::<_, ze_result_t>(res)
     }
-    fn zeCommandQueueSynchronize(q: ze_command_queue_handle_t, _timeout: u64) {
+    /// Waits for submissions still running on other threads (execution is synchronous on the
+    /// submitting thread, so the caller's own submissions have completed).
+    fn zeCommandQueueSynchronize(q: ze_command_queue_handle_t, timeout: u64) {
         // SAFETY: handle validated.
-        unsafe { queue_from(q) }.map(|_| ())
+        let q = unsafe { queue_from(q) }?;
+        Ok(if q.inflight.wait_idle(timeout) { ZE_RESULT_SUCCESS } else { ZE_RESULT_NOT_READY })
     }
     fn zeCommandQueueGetOrdinal(q: ze_command_queue_handle_t, o: *mut u32) {
         // SAFETY: handle validated; out-parameter from the caller.
@@ -104,6 +132,7 @@ ze_api! {
         unsafe { device_in(c.driver(), dev) }?;
         // SAFETY: the descriptor's chain.
         let mutable = unsafe { chain(d.pNext) }.iter().any(|e| e.stype == stypes::MUTABLE_COMMAND_LIST_EXP_DESC);
+        check_queue(c.driver(), d.commandQueueGroupOrdinal, 0)?;
         let mut l = CommandList::new(c.driver(), false, mutable, d.commandQueueGroupOrdinal);
         l.context = ctx as usize;
         l.device = dev as usize;
@@ -115,6 +144,7 @@ ze_api! {
         let (c, d, o) = unsafe { (context_from(ctx)?, input(desc)?, out(o)?) };
         // SAFETY: as above.
         unsafe { device_in(c.driver(), dev) }?;
+        check_queue(c.driver(), d.ordinal, d.index)?;
         let mut l = CommandList::new(c.driver(), true, false, d.ordinal);
         l.context = ctx as usize;
         l.device = dev as usize;
@@ -135,10 +165,11 @@ ze_api! {
         unsafe { command_list_from(l) }?.reset();
         Ok(())
     }
-    /// Everything appended to an immediate list has already run.
-    fn zeCommandListHostSynchronize(l: ze_command_list_handle_t, _timeout: u64) {
+    /// The caller's own appends have already run; appends still running on other threads are waited for.
+    fn zeCommandListHostSynchronize(l: ze_command_list_handle_t, timeout: u64) {
         // SAFETY: handle validated.
-        unsafe { command_list_from(l) }.map(|_| ())
+        let l = unsafe { command_list_from(l) }?;
+        Ok(if l.wait_idle(timeout) { ZE_RESULT_SUCCESS } else { ZE_RESULT_NOT_READY })
     }
     fn zeCommandListGetDeviceHandle(l: ze_command_list_handle_t, o: *mut ze_device_handle_t) {
         // SAFETY: handle validated; out-parameter from the caller.
@@ -212,7 +243,8 @@ ze_api! {
         if dst.is_null() || pattern.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
-        if psize == 0 || psize > 128 {
+        // The spec: a power of two, at most maxMemoryFillPatternSize (128).
+        if !psize.is_power_of_two() || psize > 128 {
             return Err(ZE_RESULT_ERROR_INVALID_SIZE);
         }
         // SAFETY: the caller's pattern of psize bytes.
@@ -379,5 +411,198 @@ ze_api! {
         // SAFETY: handle validated; out-parameter from the caller.
         unsafe { *out(o)? = event_from(e)?.pool as ze_event_pool_handle_t };
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::context::zeContextCreate;
+    use crate::objects::{device, driver, DriverKind};
+    use std::ptr::null_mut;
+
+    fn context(kind: DriverKind) -> (ze_context_handle_t, ze_device_handle_t) {
+        // SAFETY: plain-C descriptor.
+        let desc: ze_context_desc_t = unsafe { std::mem::zeroed() };
+        let mut c = null_mut();
+        // SAFETY: valid driver handle, descriptor and out-parameter.
+        assert_eq!(unsafe { zeContextCreate(driver(kind).handle(), &desc, &mut c) }, ZE_RESULT_SUCCESS);
+        (c, device(kind).handle())
+    }
+
+    fn queue(
+        c: ze_context_handle_t,
+        d: ze_device_handle_t,
+        ordinal: u32,
+        index: u32,
+    ) -> (ze_result_t, ze_command_queue_handle_t) {
+        // SAFETY: plain-C descriptor.
+        let mut desc: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
+        desc.ordinal = ordinal;
+        desc.index = index;
+        let mut q = null_mut();
+        // SAFETY: valid handles, descriptor and out-parameter.
+        (unsafe { zeCommandQueueCreate(c, d, &desc, &mut q) }, q)
+    }
+
+    fn list(c: ze_context_handle_t, d: ze_device_handle_t, ordinal: u32) -> (ze_result_t, ze_command_list_handle_t) {
+        // SAFETY: plain-C descriptor.
+        let mut desc: ze_command_list_desc_t = unsafe { std::mem::zeroed() };
+        desc.commandQueueGroupOrdinal = ordinal;
+        let mut l = null_mut();
+        // SAFETY: valid handles, descriptor and out-parameter.
+        (unsafe { zeCommandListCreate(c, d, &desc, &mut l) }, l)
+    }
+
+    fn fence(q: ze_command_queue_handle_t) -> ze_fence_handle_t {
+        // SAFETY: plain-C descriptor.
+        let desc: ze_fence_desc_t = unsafe { std::mem::zeroed() };
+        let mut f = null_mut();
+        // SAFETY: valid queue, descriptor and out-parameter.
+        assert_eq!(unsafe { zeFenceCreate(q, &desc, &mut f) }, ZE_RESULT_SUCCESS);
+        f
+    }
+
+    fn event() -> (ze_event_pool_handle_t, ze_event_handle_t) {
+        let (c, _) = context(DriverKind::Gpu);
+        // SAFETY: plain-C descriptors.
+        let (mut pd, ed): (ze_event_pool_desc_t, ze_event_desc_t) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        pd.count = 1;
+        pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+        let (mut p, mut e) = (null_mut(), null_mut());
+        // SAFETY: valid handles, descriptors and out-parameters.
+        unsafe {
+            assert_eq!(zeEventPoolCreate(c, &pd, 0, null_mut(), &mut p), ZE_RESULT_SUCCESS);
+            assert_eq!(zeEventCreate(p, &ed, &mut e), ZE_RESULT_SUCCESS);
+        }
+        (p, e)
+    }
+
+    #[test]
+    fn queue_and_list_ordinals_and_indices_must_exist() {
+        let (c, d) = context(DriverKind::Gpu);
+        assert_eq!(queue(c, d, 0, 4).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the GPU group has 4 queues");
+        assert_eq!(list(c, d, 1).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the device has one queue group");
+        // SAFETY: plain-C descriptor.
+        let mut desc: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
+        desc.ordinal = 1;
+        let mut il = null_mut();
+        // SAFETY: valid handles, descriptor and out-parameter.
+        assert_eq!(unsafe { zeCommandListCreateImmediate(c, d, &desc, &mut il) }, ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        let (nc, nd) = context(DriverKind::Npu);
+        assert_eq!(queue(nc, nd, 0, 1).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the NPU group has 1 queue");
+        assert_eq!(queue(nc, nd, 0, 0).0, ZE_RESULT_SUCCESS);
+    }
+
+    #[test]
+    fn execute_checks_count_and_fence_queue() {
+        let (c, d) = context(DriverKind::Gpu);
+        let (_, q1) = queue(c, d, 0, 0);
+        let (_, q2) = queue(c, d, 0, 1);
+        let (_, mut l) = list(c, d, 0);
+        let f2 = fence(q2);
+        // SAFETY: valid handles.
+        unsafe {
+            assert_eq!(zeCommandListClose(l), ZE_RESULT_SUCCESS);
+            assert_eq!(zeCommandQueueExecuteCommandLists(q1, 0, &mut l, null_mut()), ZE_RESULT_ERROR_INVALID_SIZE);
+            assert_eq!(
+                zeCommandQueueExecuteCommandLists(q1, 1, null_mut(), null_mut()),
+                ZE_RESULT_ERROR_INVALID_NULL_POINTER
+            );
+            assert_eq!(
+                zeCommandQueueExecuteCommandLists(q1, 1, &mut l, f2),
+                ZE_RESULT_ERROR_INVALID_SYNCHRONIZATION_OBJECT,
+                "a fence of another queue"
+            );
+            assert_eq!(zeFenceQueryStatus(f2), ZE_RESULT_NOT_READY, "nothing ran");
+            assert_eq!(zeCommandQueueExecuteCommandLists(q2, 1, &mut l, f2), ZE_RESULT_SUCCESS);
+            assert_eq!(zeFenceQueryStatus(f2), ZE_RESULT_SUCCESS);
+        }
+    }
+
+    #[test]
+    fn fill_pattern_size_is_a_power_of_two_and_wait_list_null_is_invalid_size() {
+        let (c, d) = context(DriverKind::Gpu);
+        let (_, l) = list(c, d, 0);
+        let mut buf = [0u8; 12];
+        let pat = [1u8, 2, 3];
+        // SAFETY: valid handles and buffers.
+        unsafe {
+            let dst = buf.as_mut_ptr().cast();
+            assert_eq!(
+                zeCommandListAppendMemoryFill(l, dst, pat.as_ptr().cast(), 3, 12, null_mut(), 0, null_mut()),
+                ZE_RESULT_ERROR_INVALID_SIZE
+            );
+            assert_eq!(
+                zeCommandListAppendMemoryFill(l, dst, pat.as_ptr().cast(), 2, 12, null_mut(), 0, null_mut()),
+                ZE_RESULT_SUCCESS
+            );
+            assert_eq!(zeCommandListAppendBarrier(l, null_mut(), 1, null_mut()), ZE_RESULT_ERROR_INVALID_SIZE);
+        }
+    }
+
+    /// Thread A's submission blocks on an event the host signals later; thread B's
+    /// zeCommandQueueSynchronize / zeCommandListHostSynchronize must not report completion before
+    /// A's copy has happened.
+    #[test]
+    fn synchronize_waits_for_work_running_on_other_threads() {
+        let (c, d) = context(DriverKind::Gpu);
+        let (_, q) = queue(c, d, 0, 0);
+        let (_, l) = list(c, d, 0);
+        let (_, e) = event();
+        let src = [7u8; 64];
+        let dst = Box::leak(Box::new([0u8; 64]));
+        let dst_addr = dst.as_mut_ptr() as usize;
+        // SAFETY: valid handles and buffers (the destination is leaked, so it outlives the thread).
+        unsafe {
+            assert_eq!(zeCommandListAppendWaitOnEvents(l, 1, &e as *const _ as *mut _), ZE_RESULT_SUCCESS);
+            assert_eq!(
+                zeCommandListAppendMemoryCopy(
+                    l,
+                    dst_addr as *mut c_void,
+                    src.as_ptr().cast(),
+                    64,
+                    null_mut(),
+                    0,
+                    null_mut()
+                ),
+                ZE_RESULT_SUCCESS
+            );
+            assert_eq!(zeCommandListClose(l), ZE_RESULT_SUCCESS);
+        }
+        let (qa, list_handle) = (q as usize, l as usize);
+        let t = std::thread::spawn(move || {
+            let mut l = list_handle as ze_command_list_handle_t;
+            // SAFETY: valid queue and list.
+            unsafe { zeCommandQueueExecuteCommandLists(qa as _, 1, &mut l, null_mut()) }
+        });
+        // immediate list on the same pattern
+        // SAFETY: plain-C descriptor.
+        let idesc: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
+        let mut il = null_mut();
+        // SAFETY: valid handles.
+        assert_eq!(unsafe { zeCommandListCreateImmediate(c, d, &idesc, &mut il) }, ZE_RESULT_SUCCESS);
+        let (_, e2) = event();
+        let ila = il as usize;
+        let e2a = e2 as usize;
+        let t2 = std::thread::spawn(move || {
+            let mut w = e2a as ze_event_handle_t;
+            // SAFETY: valid list and event.
+            unsafe { zeCommandListAppendBarrier(ila as _, null_mut(), 1, &mut w) }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // SAFETY: valid handles.
+        unsafe {
+            assert_eq!(zeCommandQueueSynchronize(q, 1_000_000), ZE_RESULT_NOT_READY, "A's copy has not run");
+            assert_eq!(zeCommandListHostSynchronize(il, 1_000_000), ZE_RESULT_NOT_READY, "the barrier still waits");
+            assert_eq!(dst[0], 0);
+            assert_eq!(zeEventHostSignal(e), ZE_RESULT_SUCCESS);
+            assert_eq!(zeEventHostSignal(e2), ZE_RESULT_SUCCESS);
+            assert_eq!(zeCommandQueueSynchronize(q, u64::MAX), ZE_RESULT_SUCCESS);
+            assert_eq!(std::ptr::read_volatile(dst_addr as *const u8), 7, "complete after Synchronize");
+            assert_eq!(zeCommandListHostSynchronize(il, u64::MAX), ZE_RESULT_SUCCESS);
+        }
+        assert_eq!(t.join().unwrap(), ZE_RESULT_SUCCESS);
+        assert_eq!(t2.join().unwrap(), ZE_RESULT_SUCCESS);
     }
 }
