@@ -342,6 +342,26 @@ pub fn free(driver: DriverKind, ptr: *mut c_void) -> ZeResult {
     Ok(())
 }
 
+/// Frees every allocation (and forgets every import) of `driver` made on context `ctx`:
+/// `zeContextDestroy` may free them ("The implementation of this function may immediately free all
+/// Host and Device allocations associated with this context"), so code that still uses them after
+/// destroying their context is wrong on hardware and must fail here too; and without this, every
+/// context a caller destroys without freeing first would leak its memory for the life of the process.
+/// Returns how many were freed.
+pub fn free_context(driver: DriverKind, ctx: usize) -> usize {
+    let recs: Vec<Record> = {
+        let mut reg = lock(driver);
+        let keys: Vec<(usize, u64)> = reg.iter().filter(|(_, r)| r.info.context == ctx).map(|(k, _)| *k).collect();
+        keys.iter().filter_map(|k| reg.remove(k)).collect()
+    };
+    let n = recs.len();
+    drop(recs); // unmaps / deallocates outside the lock
+    if n > 0 {
+        crate::counters::sub(&format!("{}.live_allocations", driver.prefix()), n as u64);
+    }
+    n
+}
+
 /// A new fd (the caller owns it) for the exportable allocation of `driver` containing `ptr`.
 pub fn export_fd(driver: DriverKind, ptr: *const c_void) -> ZeResult<c_int> {
     let p = ptr as usize;
