@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <variant>
 
@@ -184,6 +185,10 @@ using ZeMemAllocDeviceFn = std::int32_t (*)(void* ctx, const ZeDeviceMemAllocDes
                                             void* dev, void** out);
 using ZeMemFreeFn = std::int32_t (*)(void* ctx, void* ptr);
 
+struct DlClose {
+  void operator()(void* handle) const noexcept { dlclose(handle); }
+};
+
 std::string hex(std::uint64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
@@ -194,14 +199,13 @@ std::string hex(std::uint64_t v) {
 
 void check_context_accepts_devices(std::uintptr_t ze_context, const std::vector<sycl::device>& devices) {
   // RTLD_NOLOAD: only the loader instance the process already uses (the one SYCL opened).
-  void* loader = dlopen("libze_loader.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (loader == nullptr) return; // no loader in the process: nothing to probe with
-  auto alloc = reinterpret_cast<ZeMemAllocDeviceFn>(dlsym(loader, "zeMemAllocDevice"));
-  auto release = reinterpret_cast<ZeMemFreeFn>(dlsym(loader, "zeMemFree"));
-  if (alloc == nullptr || release == nullptr) {
-    dlclose(loader);
-    return;
-  }
+  // The reference RTLD_NOLOAD added is dropped on every path out, exceptions included (native_device()
+  // and get_info() below can throw).
+  std::unique_ptr<void, DlClose> loader(dlopen("libze_loader.so.1", RTLD_LAZY | RTLD_NOLOAD));
+  if (!loader) return; // no loader in the process: nothing to probe with
+  auto alloc = reinterpret_cast<ZeMemAllocDeviceFn>(dlsym(loader.get(), "zeMemAllocDevice"));
+  auto release = reinterpret_cast<ZeMemFreeFn>(dlsym(loader.get(), "zeMemFree"));
+  if (alloc == nullptr || release == nullptr) return;
   std::string failure;
   for (const auto& d : devices) {
     // The same probe UR's USM pools make at context creation (size 1, alignment 64), done first so
@@ -221,7 +225,6 @@ void check_context_accepts_devices(std::uintptr_t ze_context, const std::vector<
     }
     release(reinterpret_cast<void*>(ze_context), p);
   }
-  dlclose(loader);
   if (!failure.empty()) throw std::invalid_argument(failure);
 }
 
