@@ -63,11 +63,34 @@ bool device_bytes_copied(std::uint64_t& total) {
   return true;
 }
 
+// Owners, so that an exception on any step (export, create_tensor, infer, ...) still frees the
+// exportable memory and closes the fds. Declared memory first, fds second: the fds close first, then
+// the memory is freed (the remote tensors are gone by then).
+struct ExportableMemory {
+  ExportableMemory(std::size_t bytes, const sycl::device& d, const sycl::context& c)
+      : ptr(nsb::alloc_exportable_device_mem(bytes, 4096, d, c)), dev(d), ctx(c) {}
+  ExportableMemory(const ExportableMemory&) = delete;
+  ExportableMemory& operator=(const ExportableMemory&) = delete;
+  ~ExportableMemory() {
+    try {
+      nsb::free_exportable_device_mem(ptr, dev, ctx);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "forum_snippet: free_exportable_memory: %s\n", e.what());
+    }
+  }
+  void* ptr;
+  sycl::device dev;
+  sycl::context ctx;
+};
+
 struct Fd {
-  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
   ~Fd() {
     if (fd >= 0) close(fd);
   }
+  int fd = -1;
 };
 
 }  // namespace
@@ -114,10 +137,12 @@ int main() try {
   sycl::context sycl_ctx = nsb::make_device_context(gpu);
   sycl::queue q = nsb::make_in_order_queue(sycl_ctx, gpu);
   const std::size_t bytes = kElements * sizeof(float);
-  void* in_mem = nsb::alloc_exportable_device_mem(bytes, 4096, gpu, sycl_ctx);
-  void* out_mem = nsb::alloc_exportable_device_mem(bytes, 4096, gpu, sycl_ctx);
-  Fd in_fd{nsb::export_dma_buf(in_mem, gpu, sycl_ctx)};
-  Fd out_fd{nsb::export_dma_buf(out_mem, gpu, sycl_ctx)};
+  ExportableMemory in_buf(bytes, gpu, sycl_ctx);
+  ExportableMemory out_buf(bytes, gpu, sycl_ctx);
+  void* const in_mem = in_buf.ptr;
+  void* const out_mem = out_buf.ptr;
+  Fd in_fd(nsb::export_dma_buf(in_mem, gpu, sycl_ctx));
+  Fd out_fd(nsb::export_dma_buf(out_mem, gpu, sycl_ctx));
 
   std::vector<float> input(kElements);
   for (std::size_t i = 0; i < kElements; ++i) input[i] = static_cast<float>(i % 97) * 0.25f - 3.0f;
@@ -152,8 +177,6 @@ int main() try {
   for (std::size_t i = 0; i < kElements; ++i) {
     if (std::fabs(output[i] - expected[i]) > 1e-5f) ++mismatches;
   }
-  nsb::free_exportable_device_mem(in_mem, gpu, sycl_ctx);
-  nsb::free_exportable_device_mem(out_mem, gpu, sycl_ctx);
 
   if (mismatches != 0) {
     std::printf("strategy dma-buf: %zu of %zu outputs differ from the CPU plugin\n", mismatches, kElements);
