@@ -409,6 +409,46 @@ fn plain_tensors_page_aligned_are_imported_others_copied() {
     );
 }
 
+#[test]
+fn dma_buf_tensors_from_a_callers_fd_have_no_host_views() {
+    let _s = serial();
+    let s = setup(models::multi_io());
+    let g = gpu();
+    // Two tensors over one exported buffer (dup_fd), and the exporter keeps its allocation: three
+    // ways to write the same pages. A host view (a Rust slice) of them could change under its
+    // reader, so none is handed out.
+    let (mut mem, fd) = g.exported(4096, Some(&s.m.sample_input(0)));
+    let mut t1 = s
+        .npu
+        .dma_buf_tensor(dup_fd(fd.as_fd()).unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input)
+        .unwrap();
+    let mut t2 = s.npu.dma_buf_tensor(fd, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let host_view = ErrorKind::Unsupported { path: "host view" };
+    let e = t1.host_bytes().unwrap_err();
+    assert_eq!(e.kind(), &host_view, "{e}");
+    assert!(e.to_string().contains("exporter"), "{e}");
+    assert_eq!(t1.host_data::<f32>().unwrap_err().kind(), &host_view);
+    assert_eq!(t1.host_bytes_mut().unwrap_err().kind(), &host_view);
+    assert_eq!(t2.host_data_mut::<f32>().unwrap_err().kind(), &host_view);
+    assert_eq!(t2.clone().host_bytes().unwrap_err().kind(), &host_view, "clones share the rule");
+    // The data goes through the exporter, and the next inference sees it.
+    let (a, b) = (other_input(&s.m, 0), s.m.sample_input(1));
+    mem.write(0, &a).unwrap();
+    let tb = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+    let mut tb_w = tb.clone();
+    write_remote(&mut tb_w, &b);
+    let sum = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+    let prod = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+    let mut r = s.request();
+    r.set_input_tensor(0, &t1).unwrap();
+    r.set_input_tensor(1, &tb).unwrap();
+    r.set_output_tensor(0, &sum).unwrap();
+    r.set_output_tensor(1, &prod).unwrap();
+    r.infer().unwrap();
+    s.assert_matches_cpu(&[a, b], &[read_remote(&sum), read_remote(&prod)]);
+    drop((r, t1, t2));
+}
+
 // ------------------------------------------------------------------------------------------------
 // Bad inputs: typed errors, no leaks
 // ------------------------------------------------------------------------------------------------

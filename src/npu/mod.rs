@@ -17,7 +17,9 @@
 //! Host access to remote tensors goes through [`RemoteTensor::host_data`](crate::openvino::RemoteTensor::host_data)
 //! and [`host_data_mut`](crate::openvino::RemoteTensor::host_data_mut): checked views that never
 //! overlap an inference. A write through them after binding is seen by the next inference without
-//! rebinding.
+//! rebinding. They exist only where the tensor is the memory's sole way in (L0 host tensors, CPU_VA
+//! over a moved-in [`PageAlignedBuffer`]): a dma-buf tensor's pages stay its exporter's, which can
+//! write them at any time, so they are read and written through the exporter instead.
 //!
 //! # Plain host tensors
 //! A plain [`Tensor`](crate::openvino::Tensor) set on an NPU request is

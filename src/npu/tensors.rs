@@ -201,6 +201,15 @@ impl NpuContext {
     /// zero-copy. `byte_len` is the size of the buffer behind `fd` that may be used (at least
     /// the tensor's byte size).
     ///
+    /// **No host views.** The buffer stays the exporter's: it (and whoever holds another fd of
+    /// it) can write the pages at any time, so [`RemoteTensor::host_data`] and the other host views
+    /// of such a tensor return [`Unsupported { path: "host view" }`](ErrorKind::Unsupported).
+    /// Read and write the data through the exporter (for example
+    /// [`L0Allocation::read`](crate::level_zero::L0Allocation::read) /
+    /// [`write`](crate::level_zero::L0Allocation::write), or a SYCL queue); the next inference
+    /// sees such writes without rebinding. (The [`DmaBuf`](crate#sharing-strategies) strategy's
+    /// tensors own their memory and do have host views.)
+    ///
     /// **The fd.** This takes ownership of `fd`: the tensor keeps it open for as long as it (or any
     /// request that bound it) lives, and closes it exactly once when it is dropped. The NPU plugin
     /// never closes it, and neither do Level Zero drivers. On error the fd is closed before this
@@ -261,8 +270,9 @@ impl NpuContext {
         // SAFETY: `raw` is an open fd whose buffer holds at least the tensor's byte size (checked);
         // `owner` is that fd, kept open by the tensor until OpenVINO freed the tensor and every
         // request let go of it, and then closed once. If the call fails, `owner` is dropped (the
-        // fd closed) before this returns.
-        unsafe {
+        // fd closed) before this returns. Host views, which would need the memory to be reachable
+        // only through the tensor, are disabled below.
+        let mut tensor = unsafe {
             self.remote_context().create_tensor_raw(
                 element_type,
                 shape,
@@ -271,7 +281,11 @@ impl NpuContext {
                 Some(tensor_type),
                 vec![owner],
             )
-        }
+        }?;
+        // The exporter still owns the pages (and other fds of the buffer may exist): they can be
+        // written behind the tensor's back, so no host view (a Rust slice) of them may be handed out.
+        tensor.exclusive_memory = false;
+        Ok(tensor)
     }
 }
 
@@ -333,6 +347,10 @@ impl RemoteTensor {
     /// address OpenVINO reports as `MEM_HANDLE` (L0 host memory, the CPU_VA pages, or the host
     /// mapping of an imported dma-buf: host-visible in every case).
     ///
+    /// Only for tensors whose memory is reached through the tensor alone: L0 host tensors, CPU_VA
+    /// tensors over a moved-in [`PageAlignedBuffer`], the strategies' shared tensors. A tensor from
+    /// [`NpuContext::dma_buf_tensor`] has none: its exporter can write the pages under the view.
+    ///
     /// Like [`Tensor::data`](crate::openvino::Tensor::data): the view cannot be taken while an
     /// inference that uses the tensor runs, and no inference can start while it lives. The tensor
     /// owns (or keeps alive) the memory, so the view cannot outlive it.
@@ -341,8 +359,9 @@ impl RemoteTensor {
     /// (write-combined memory).
     ///
     /// # Errors
-    /// [`Unsupported { path: "host view" }`](ErrorKind::Unsupported) for tensors of other devices;
-    /// [`ElementType`](ErrorKind::ElementType) when `T` does not match; usage errors as above.
+    /// [`Unsupported { path: "host view" }`](ErrorKind::Unsupported) for tensors of other devices
+    /// and for dma-buf tensors made from a caller's fd; [`ElementType`](ErrorKind::ElementType)
+    /// when `T` does not match; usage errors as above.
     pub fn host_data<T: Element>(&self) -> Result<TensorData<'_, T>> {
         let va = self.npu_host_va()?;
         // SAFETY: va is the host-visible memory of this NPU tensor, valid for its byte size while
@@ -374,6 +393,16 @@ impl RemoteTensor {
     }
 
     fn npu_host_va(&self) -> Result<*mut c_void> {
+        if !self.exclusive_memory {
+            return Err(Error::unsupported(
+                "host view",
+                "this SHARED_BUF tensor was made by NpuContext::dma_buf_tensor from a dma-buf fd whose buffer \
+                 stays its exporter's: the exporter (or another fd of the buffer) can write the pages at any \
+                 time, so a host view (a Rust slice) of them could change under its reader. Read and write the \
+                 data through the exporter (L0Allocation::read/write, a SYCL queue); the next inference sees \
+                 such writes without rebinding",
+            ));
+        }
         let device = self.context().device_name()?;
         if !device.starts_with("NPU") {
             return Err(Error::unsupported(

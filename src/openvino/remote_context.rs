@@ -170,6 +170,9 @@ impl RemoteContext {
     ///   valid until this tensor, its clones and every request it was bound to are dropped.
     /// - Nothing else writes the memory while an inference that uses the tensor runs, unless the
     ///   caller synchronises that itself.
+    /// - While a host view of the tensor ([`RemoteTensor::host_data`] and friends) is alive, no
+    ///   other Rust reference to the memory exists and nothing else writes it: the memory is reached
+    ///   only through this tensor, or the caller serialises every other access with the views.
     pub unsafe fn create_tensor_raw(
         &self,
         element_type: ElementType,
@@ -220,7 +223,7 @@ impl RemoteContext {
         // SAFETY: t is a new tensor nobody else owns; keep holds the context and (caller's
         // contract) the wrapped memory.
         let handle = unsafe { TensorHandle::from_raw(t, keep) }?;
-        Ok(RemoteTensor { handle, context: self.clone() })
+        Ok(RemoteTensor { handle, context: self.clone(), exclusive_memory: true })
     }
 }
 

@@ -109,6 +109,11 @@ pub struct RemoteTensorParams {
 pub struct RemoteTensor {
     pub(crate) handle: Arc<TensorHandle>,
     pub(crate) context: RemoteContext,
+    /// Whether the memory is reachable only through this tensor (and its clones and the requests
+    /// it is bound to), so that its host views cannot alias another writer. `false` for dma-buf
+    /// tensors made from a caller's fd: the exporter (and any other fd of the buffer) can still
+    /// write the pages, so a host view of them is refused.
+    pub(crate) exclusive_memory: bool,
 }
 
 impl RemoteTensor {
