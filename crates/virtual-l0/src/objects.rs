@@ -3,6 +3,7 @@
 //! Every handle this library gives out is a pointer to an [`Object<T>`]: a `#[repr(C)]` header
 //! (`magic` naming the object kind, `driver` naming the owning [`DriverKind`]) followed by the
 //! object. Entry points validate handles with [`get`] (NULL → `ZE_RESULT_ERROR_INVALID_NULL_HANDLE`,
+//! not a live object of ours (destroyed, foreign) → `ZE_RESULT_ERROR_INVALID_ARGUMENT` without reading it,
 //! wrong or dead magic → `ZE_RESULT_ERROR_INVALID_ARGUMENT`) and dispatch on the driver of their
 //! first handle; every further handle must belong to the same driver
 //! ([`same_driver`] → `ZE_RESULT_ERROR_INVALID_ARGUMENT`). Handles are never wrapped, so
@@ -17,10 +18,11 @@
 //! - [`driver`], [`device`]: the two static drivers and their single devices.
 use crate::export::ZeResult;
 use crate::sys::*;
+use std::collections::HashSet;
 use std::ffi::c_void;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// Which virtual driver an object belongs to.
 #[repr(u32)]
@@ -78,24 +80,42 @@ impl<T: Kind> Object<T> {
     }
 }
 
+/// The addresses of every live object (handle lifetime tracking, as the Level Zero validation
+/// layer's `ZE_ENABLE_HANDLE_LIFETIME` does): a handle is dereferenced only if it is in this set, so
+/// a destroyed handle (double destroy, use after destroy) or a foreign pointer is
+/// `ZE_RESULT_ERROR_INVALID_ARGUMENT` instead of a read of freed or unmapped memory. A destroyed
+/// address reused by a new object aliases that object, as with a real driver.
+fn live() -> MutexGuard<'static, HashSet<usize>> {
+    static LIVE: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
+    LIVE.get_or_init(|| Mutex::new(HashSet::new())).lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Allocates a new object and returns its handle (owned by the caller until [`destroy`]).
 pub fn create<T: Kind, H>(driver: DriverKind, inner: T) -> *mut H {
-    Box::into_raw(Box::new(Object { magic: AtomicU64::new(T::MAGIC), driver, inner })) as *mut H
+    let p = Box::into_raw(Box::new(Object { magic: AtomicU64::new(T::MAGIC), driver, inner }));
+    live().insert(p as usize);
+    p as *mut H
 }
 
 /// Validates a handle of kind `T`.
 ///
 /// # Safety
-/// `h` is NULL or points to readable memory of at least 8 bytes (any live handle of this library
-/// qualifies; a foreign pointer to readable memory is rejected by its magic; a destroyed handle is
-/// use-after-free, as with a real driver).
+/// None for the validation itself: any pointer value is checked against the live set before it is
+/// read. The returned reference is valid until the object is destroyed; the caller must not use it
+/// after that (the Level Zero rule: no call may use an object that another thread is destroying).
 pub unsafe fn get<'a, T: Kind, H>(h: *mut H) -> ZeResult<&'a Object<T>> {
     if h.is_null() {
         return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
     }
     let o = h as *const Object<T>;
-    // SAFETY: readable per the contract; the magic is read atomically before anything else.
+    let live = live();
+    if !live.contains(&(h as usize)) {
+        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+    }
+    // SAFETY: a live object created by `create` (its header is the same for every T); it cannot be
+    // freed while we hold the live set, which `destroy` needs.
     let magic = unsafe { (*o).magic.load(Ordering::Acquire) };
+    drop(live);
     if magic != T::MAGIC {
         return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
     }
@@ -110,10 +130,14 @@ pub unsafe fn get<'a, T: Kind, H>(h: *mut H) -> ZeResult<&'a Object<T>> {
 pub unsafe fn destroy<T: Kind, H>(h: *mut H) -> ZeResult<Box<Object<T>>> {
     // SAFETY: per the contract.
     let o = unsafe { get::<T, H>(h) }?;
-    if o.magic.compare_exchange(T::MAGIC, DEAD, Ordering::AcqRel, Ordering::Acquire).is_err() {
+    let mut live = live();
+    // Under the live set, so exactly one of two racing destroys wins.
+    if !live.remove(&(h as usize)) {
         return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
     }
-    // SAFETY: created by Box::into_raw in `create`; we won the race to mark it dead.
+    o.magic.store(DEAD, Ordering::Release);
+    drop(live);
+    // SAFETY: created by Box::into_raw in `create`; removed from the live set by us alone.
     Ok(unsafe { Box::from_raw(o as *const Object<T> as *mut Object<T>) })
 }
 
@@ -270,11 +294,55 @@ pub unsafe fn driver_of(h: *mut c_void) -> Option<DriverKind> {
         return None;
     }
     let o = h as *const Object<()>;
-    // SAFETY: readable per the contract; the header layout is the same for every T.
+    let live = live();
+    if !live.contains(&(h as usize)) {
+        return None;
+    }
+    // SAFETY: a live object of ours (see `get`); the header layout is the same for every T.
     let magic = unsafe { (*o).magic.load(Ordering::Acquire) };
+    drop(live);
     if magic.to_le_bytes()[..3] != *b"VL0" {
         return None;
     }
     // SAFETY: one of our headers.
     Some(unsafe { (*o).driver })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Thing;
+    impl Kind for Thing {
+        const MAGIC: u64 = u64::from_le_bytes(*b"VL0THING");
+    }
+
+    /// Handles are checked against the objects alive, never read blindly: a destroyed handle, a
+    /// forged header and a pointer to unmapped memory are INVALID_ARGUMENT (no use-after-free read,
+    /// no double free, no SIGSEGV).
+    #[test]
+    fn only_live_handles_are_dereferenced() {
+        let h: *mut c_void = create(DriverKind::Gpu, Thing);
+        // SAFETY: every pointer below is only validated, never trusted.
+        unsafe {
+            assert!(get::<Thing, _>(h).is_ok());
+            assert_eq!(driver_of(h), Some(DriverKind::Gpu));
+            assert!(destroy::<Thing, _>(h).is_ok());
+            assert_eq!(get::<Thing, _>(h).err(), Some(ZE_RESULT_ERROR_INVALID_ARGUMENT), "use after destroy");
+            assert_eq!(destroy::<Thing, _>(h).err(), Some(ZE_RESULT_ERROR_INVALID_ARGUMENT), "double destroy");
+            assert_eq!(driver_of(h), None);
+
+            let forged = Object { magic: AtomicU64::new(Thing::MAGIC), driver: DriverKind::Npu, inner: Thing };
+            let fh = &forged as *const Object<Thing> as *mut c_void;
+            assert_eq!(get::<Thing, _>(fh).err(), Some(ZE_RESULT_ERROR_INVALID_ARGUMENT), "not one of ours");
+            assert_eq!(driver_of(fh), None);
+
+            let page =
+                libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            assert_ne!(page, libc::MAP_FAILED);
+            assert_eq!(get::<Thing, _>(page).err(), Some(ZE_RESULT_ERROR_INVALID_ARGUMENT), "unreadable");
+            assert_eq!(driver_of(page), None);
+            libc::munmap(page, 4096);
+        }
+    }
 }
