@@ -58,6 +58,8 @@ mod buffer;
 mod context;
 mod tensors;
 
+pub(crate) use self::buffer::round_up_to_page;
 pub use self::buffer::{PageAlignedBuffer, PAGE_SIZE};
 pub use self::context::{NpuCapabilities, NpuContext};
 pub use self::tensors::dup_fd;
+pub(crate) use self::tensors::tensor_bytes;

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{sizes, Parts, SharedTensor, StrategyKind, PROBE_SHAPE};
+use super::{sizes, Parts, SharedTensor, StrategyKind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::level_zero;
 use crate::npu::{NpuContext, PAGE_SIZE};
@@ -144,30 +144,13 @@ impl CardPath {
         &self.l0_context
     }
 
-    /// The in-order queue on the context's first GPU device.
-    pub fn queue(&self) -> &Queue {
-        &self.parts.queue
-    }
-
-    /// The SYCL context made from the Level Zero context (`ContextOrigin::LevelZeroKeep`).
-    pub fn sycl_context(&self) -> &Arc<sycl::Context> {
-        &self.parts.context
-    }
-
-    /// The SYCL device the memory is allocated on.
-    pub fn device(&self) -> &sycl::Device {
-        &self.parts.device
-    }
-
-    /// The NPU context that imports the memory.
-    pub fn npu_context(&self) -> &NpuContext {
-        &self.parts.npu
-    }
-
-    /// Makes a 4 KiB tensor and checks that SYCL and the NPU's mapping see the same bytes.
-    pub fn probe(&self) -> Result<()> {
-        let t = self.tensor(ElementType::U8, PROBE_SHAPE, TensorType::Binded)?;
-        self.parts.probe(StrategyKind::CardPath, t)
+    parts_accessors! {
+        kind: StrategyKind::CardPath,
+        queue: "The in-order queue on the context's first GPU device.",
+        sycl_context: "The SYCL context made from the Level Zero context (`ContextOrigin::LevelZeroKeep`).",
+        device: "The SYCL device the memory is allocated on.",
+        npu_context: "The NPU context that imports the memory.",
+        probe: "Makes a 4 KiB tensor and checks that SYCL and the NPU's mapping see the same bytes.",
     }
 }
 

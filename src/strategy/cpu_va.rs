@@ -5,11 +5,11 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{sizes, Parts, SharedTensor, StrategyKind, PROBE_SHAPE};
+use super::{sizes, Parts, SharedTensor, StrategyKind};
 use crate::error::{Error, Result};
 use crate::npu::{NpuContext, PAGE_SIZE};
 use crate::openvino::{ElementType, KeepAlive, Shape, TensorType};
-use crate::sycl::{self, Queue, SyclMemory, UsmBuffer, UsmKind};
+use crate::sycl::{self, SyclMemory, UsmBuffer, UsmKind};
 
 /// **CPU_VA**: SYCL USM of your (iGPU) context — `aligned_alloc_host` or `aligned_alloc_shared`
 /// with alignment 4096 and the byte size rounded up to 4096 — given to the NPU as a CPU_VA remote
@@ -115,29 +115,12 @@ impl CpuVa {
         self.parts.shared(tensor, StrategyKind::CpuVa, ptr, len)
     }
 
-    /// The in-order queue for the shared tensors' copies.
-    pub fn queue(&self) -> &Queue {
-        &self.parts.queue
-    }
-
-    /// The SYCL context the USM belongs to.
-    pub fn sycl_context(&self) -> &Arc<sycl::Context> {
-        &self.parts.context
-    }
-
-    /// The SYCL device the USM is allocated on.
-    pub fn device(&self) -> &sycl::Device {
-        &self.parts.device
-    }
-
-    /// The NPU context that imports the memory.
-    pub fn npu_context(&self) -> &NpuContext {
-        &self.parts.npu
-    }
-
-    /// Makes a 4 KiB tensor and checks that SYCL and the NPU's mapping see the same bytes.
-    pub fn probe(&self) -> Result<()> {
-        let t = self.tensor(ElementType::U8, PROBE_SHAPE, TensorType::Binded)?;
-        self.parts.probe(StrategyKind::CpuVa, t)
+    parts_accessors! {
+        kind: StrategyKind::CpuVa,
+        queue: "The in-order queue for the shared tensors' copies.",
+        sycl_context: "The SYCL context the USM belongs to.",
+        device: "The SYCL device the USM is allocated on.",
+        npu_context: "The NPU context that imports the memory.",
+        probe: "Makes a 4 KiB tensor and checks that SYCL and the NPU's mapping see the same bytes.",
     }
 }

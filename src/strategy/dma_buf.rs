@@ -5,11 +5,11 @@ use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{sizes, Parts, SharedTensor, StrategyKind, PROBE_SHAPE};
+use super::{sizes, Parts, SharedTensor, StrategyKind};
 use crate::error::{Error, Result};
 use crate::npu::{NpuContext, PAGE_SIZE};
 use crate::openvino::{ElementType, KeepAlive, MemType, Shape, TensorType};
-use crate::sycl::{self, ExportableDeviceMemory, Queue, SyclMemory};
+use crate::sycl::{self, ExportableDeviceMemory, SyclMemory};
 
 /// **dma-buf**: SYCL device memory allocated exportable
 /// (`alloc_exportable_device_mem(4096, size rounded up to 4096, dma_buf, …)`), exported with
@@ -101,29 +101,12 @@ impl DmaBuf {
         self.parts.shared(tensor, StrategyKind::DmaBuf, ptr, len)
     }
 
-    /// The in-order queue for the shared tensors' copies.
-    pub fn queue(&self) -> &Queue {
-        &self.parts.queue
-    }
-
-    /// The SYCL context the memory belongs to.
-    pub fn sycl_context(&self) -> &Arc<sycl::Context> {
-        &self.parts.context
-    }
-
-    /// The SYCL device the memory is allocated on.
-    pub fn device(&self) -> &sycl::Device {
-        &self.parts.device
-    }
-
-    /// The NPU context that imports the memory.
-    pub fn npu_context(&self) -> &NpuContext {
-        &self.parts.npu
-    }
-
-    /// Makes a 4 KiB tensor and checks that SYCL and the NPU's mapping see the same bytes.
-    pub fn probe(&self) -> Result<()> {
-        let t = self.tensor(ElementType::U8, PROBE_SHAPE, TensorType::Binded)?;
-        self.parts.probe(StrategyKind::DmaBuf, t)
+    parts_accessors! {
+        kind: StrategyKind::DmaBuf,
+        queue: "The in-order queue for the shared tensors' copies.",
+        sycl_context: "The SYCL context the memory belongs to.",
+        device: "The SYCL device the memory is allocated on.",
+        npu_context: "The NPU context that imports the memory.",
+        probe: "Makes a 4 KiB tensor and checks that SYCL and the NPU's mapping see the same bytes.",
     }
 }

@@ -78,6 +78,50 @@
 //! # Ok(()) }
 //! ```
 
+/// The accessors every strategy has over its [`Parts`] (queue, SYCL context, device, NPU
+/// context) and its [`probe`](Parts::probe), generated into the strategy's `impl` block. Each doc
+/// string says what the item is for that strategy.
+macro_rules! parts_accessors {
+    (
+        kind: $kind:expr,
+        queue: $queue:literal,
+        sycl_context: $sycl_context:literal,
+        device: $device:literal,
+        npu_context: $npu_context:literal,
+        probe: $probe:literal $(,)?
+    ) => {
+        #[doc = $queue]
+        pub fn queue(&self) -> &$crate::sycl::Queue {
+            &self.parts.queue
+        }
+
+        #[doc = $sycl_context]
+        pub fn sycl_context(&self) -> &std::sync::Arc<$crate::sycl::Context> {
+            &self.parts.context
+        }
+
+        #[doc = $device]
+        pub fn device(&self) -> &$crate::sycl::Device {
+            &self.parts.device
+        }
+
+        #[doc = $npu_context]
+        pub fn npu_context(&self) -> &$crate::npu::NpuContext {
+            &self.parts.npu
+        }
+
+        #[doc = $probe]
+        pub fn probe(&self) -> $crate::Result<()> {
+            let t = self.tensor(
+                $crate::openvino::ElementType::U8,
+                $crate::strategy::PROBE_SHAPE,
+                $crate::openvino::TensorType::Binded,
+            )?;
+            self.parts.probe($kind, t)
+        }
+    };
+}
+
 mod auto;
 mod card_path;
 mod cpu_va;
@@ -96,7 +140,7 @@ pub use self::dma_buf::DmaBuf;
 pub use self::npu_to_sycl::{NpuToSycl, NPU_TO_SYCL_ZERO_COPY};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::npu::{NpuContext, PAGE_SIZE};
+use crate::npu::{self, NpuContext, PAGE_SIZE};
 use crate::openvino::{ElementType, RemoteTensor, Shape, TensorBytesMut, TensorType};
 use crate::sycl::{self, Pod, Queue, SyclMemory};
 
@@ -611,30 +655,13 @@ fn first_difference(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()))
 }
 
-/// The byte size of a tensor, checked (fixed-size element type, non-empty shape), and that size
-/// rounded up to whole pages for the SYCL allocation.
+/// The byte size of a tensor, checked as for the NPU's own paths ([`npu::tensor_bytes`]: a
+/// fixed-size element type, a non-empty shape), and that size rounded up to whole pages for the
+/// SYCL allocation.
 pub(crate) fn sizes(element_type: ElementType, shape: &Shape) -> Result<(usize, usize)> {
-    if element_type.bits() == 0 {
-        return Err(Error::element_type(format!(
-            "a shared tensor needs a fixed-size element type, not {element_type}"
-        )));
-    }
-    let elements = shape
-        .dims()
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| Error::shape(format!("shape {shape} has too many elements")))?;
-    if elements == 0 {
-        return Err(Error::shape(format!("shape {shape} has no elements; a shared tensor needs at least one")));
-    }
-    let bytes = elements
-        .checked_mul(element_type.bits())
-        .map(|b| b.div_ceil(8))
-        .ok_or_else(|| Error::shape(format!("shape {shape} is too large")))?;
-    let rounded = bytes
-        .checked_add(PAGE_SIZE - 1)
-        .map(|v| v & !(PAGE_SIZE - 1))
-        .ok_or_else(|| Error::size("a page-rounded SYCL allocation", bytes, usize::MAX))?;
+    let bytes = npu::tensor_bytes(element_type, shape)?;
+    let rounded =
+        npu::round_up_to_page(bytes).ok_or_else(|| Error::size("a page-rounded SYCL allocation", bytes, usize::MAX))?;
     Ok((bytes, rounded))
 }
 

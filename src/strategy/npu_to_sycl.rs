@@ -3,11 +3,11 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{sizes, Parts, SharedTensor, StrategyKind, PROBE_SHAPE};
+use super::{sizes, Parts, SharedTensor, StrategyKind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::npu::NpuContext;
 use crate::openvino::{ElementType, RemoteTensor, Shape, TensorType};
-use crate::sycl::{self, Queue};
+use crate::sycl;
 
 /// The `path` of the error for asking zero-copy / kernel-visible access to NPU-allocated memory.
 pub const NPU_TO_SYCL_ZERO_COPY: &str = "NPU→SYCL zero-copy";
@@ -95,30 +95,13 @@ impl NpuToSycl {
         }
     }
 
-    /// The in-order queue for the copies.
-    pub fn queue(&self) -> &Queue {
-        &self.parts.queue
-    }
-
-    /// The SYCL context whose queues copy to and from the NPU's memory.
-    pub fn sycl_context(&self) -> &Arc<sycl::Context> {
-        &self.parts.context
-    }
-
-    /// The SYCL device of the queue.
-    pub fn device(&self) -> &sycl::Device {
-        &self.parts.device
-    }
-
-    /// The NPU context that allocates the memory.
-    pub fn npu_context(&self) -> &NpuContext {
-        &self.parts.npu
-    }
-
-    /// Makes a 4 KiB tensor and checks that SYCL copies reach the NPU's memory and back.
-    pub fn probe(&self) -> Result<()> {
-        let t = self.tensor(ElementType::U8, PROBE_SHAPE, TensorType::Binded)?;
-        self.parts.probe(StrategyKind::NpuToSycl, t)
+    parts_accessors! {
+        kind: StrategyKind::NpuToSycl,
+        queue: "The in-order queue for the copies.",
+        sycl_context: "The SYCL context whose queues copy to and from the NPU's memory.",
+        device: "The SYCL device of the queue.",
+        npu_context: "The NPU context that allocates the memory.",
+        probe: "Makes a 4 KiB tensor and checks that SYCL copies reach the NPU's memory and back.",
     }
 }
 
