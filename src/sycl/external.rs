@@ -16,7 +16,7 @@ use std::sync::Arc;
 use cxx::UniquePtr;
 
 use super::ffi::bridge;
-use super::usm::SyclMemory;
+use super::usm::check_allocation;
 use super::{sycl_error, Context, Device, Error, Result};
 
 /// Device memory allocated with `alloc_exportable_device_mem(…, external_mem_handle_type::dma_buf, …)`
@@ -47,16 +47,7 @@ impl ExportableDeviceMemory {
     /// Allocates `len` bytes of exportable device memory on `device` (one of `context`'s devices),
     /// aligned to `alignment` (a power of two, or 0 for the runtime's default).
     pub fn new(context: &Arc<Context>, device: &Device, len: usize, alignment: usize) -> Result<Self> {
-        if len == 0 {
-            return Err(Error::invalid_argument("ExportableDeviceMemory: zero-length allocation"));
-        }
-        if alignment != 0 && !alignment.is_power_of_two() {
-            return Err(Error::invalid_argument(format!(
-                "ExportableDeviceMemory: alignment {alignment} is not a power of two"
-            )));
-        }
-        context.check_deferred()?;
-        let (device_slot, sd) = context.sycl_device(device)?;
+        let (device_slot, sd) = check_allocation("ExportableDeviceMemory", context, device, len, alignment)?;
         let p = bridge::alloc_exportable_device_mem(len, alignment, sd, context.raw())
             .map_err(sycl_error("alloc_exportable_device_mem"))?;
         let ptr = NonNull::new(p).ok_or_else(|| Error::sycl("alloc_exportable_device_mem returned nullptr"))?;
@@ -97,20 +88,7 @@ impl ExportableDeviceMemory {
     }
 }
 
-impl SyclMemory for ExportableDeviceMemory {
-    fn as_ptr(&self) -> *const u8 {
-        self.ptr.as_ptr()
-    }
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn context(&self) -> &Arc<Context> {
-        &self.context
-    }
-}
+sycl_memory!(ExportableDeviceMemory);
 
 impl Drop for ExportableDeviceMemory {
     fn drop(&mut self) {
@@ -183,20 +161,7 @@ impl ImportedMemory {
     }
 }
 
-impl SyclMemory for ImportedMemory {
-    fn as_ptr(&self) -> *const u8 {
-        self.ptr.as_ptr()
-    }
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn context(&self) -> &Arc<Context> {
-        &self.context
-    }
-}
+sycl_memory!(ImportedMemory);
 
 impl Drop for ImportedMemory {
     fn drop(&mut self) {

@@ -54,6 +54,28 @@
 //! DPC++ chooses the Level Zero adapter once per process (`SYCL_UR_USE_LEVEL_ZERO_V2=0|1` must be set
 //! before SYCL initialises); this layer works with both.
 
+/// [`SyclMemory`] for a type whose fields `ptr: NonNull<u8>`, `len: usize` and
+/// `context: Arc<Context>` are the memory's first byte, length and context. Invoked in the type's
+/// own module (the fields are private); the type is sealed in `usm.rs`.
+macro_rules! sycl_memory {
+    ($t:ty) => {
+        impl $crate::sycl::SyclMemory for $t {
+            fn as_ptr(&self) -> *const u8 {
+                self.ptr.as_ptr()
+            }
+            fn as_mut_ptr(&mut self) -> *mut u8 {
+                self.ptr.as_ptr()
+            }
+            fn len(&self) -> usize {
+                self.len
+            }
+            fn context(&self) -> &std::sync::Arc<$crate::sycl::Context> {
+                &self.context
+            }
+        }
+    };
+}
+
 mod context;
 mod external;
 pub(crate) mod ffi;

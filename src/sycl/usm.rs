@@ -102,6 +102,27 @@ impl sealed::Sealed for super::ExportableDeviceMemory {}
 impl sealed::Sealed for super::ImportedMemory {}
 impl sealed::Sealed for crate::strategy::SyclAccess<'_> {}
 
+/// The checks before a SYCL allocation of `len` bytes aligned to `alignment` on `device` of
+/// `context` (`what` names the type in the errors): a non-zero length, a power-of-two alignment (or
+/// 0), no error deferred by a `Drop` in the context, and a device of the context, whose slot and
+/// `sycl::device` are returned.
+pub(super) fn check_allocation<'c>(
+    what: &str,
+    context: &'c Context,
+    device: &Device,
+    len: usize,
+    alignment: usize,
+) -> Result<(usize, &'c bridge::SyclDevice)> {
+    if len == 0 {
+        return Err(Error::invalid_argument(format!("{what}: zero-length allocation")));
+    }
+    if alignment != 0 && !alignment.is_power_of_two() {
+        return Err(Error::invalid_argument(format!("{what}: alignment {alignment} is not a power of two")));
+    }
+    context.check_deferred()?;
+    context.sycl_device(device)
+}
+
 /// A USM allocation (`aligned_alloc_{host,shared,device}`), freed with `sycl::free` in `Drop`.
 ///
 /// It holds an `Arc` to its [`Context`], so the context outlives it. All copy helpers (here and on
@@ -139,14 +160,7 @@ impl UsmBuffer {
     /// two, or 0 for the runtime's default). The memory is uninitialised as far as this type knows
     /// (read it only after writing it, or after [`fill`](Self::fill)).
     pub fn new(context: &Arc<Context>, device: &Device, kind: UsmKind, len: usize, alignment: usize) -> Result<Self> {
-        if len == 0 {
-            return Err(Error::invalid_argument("UsmBuffer: zero-length allocation"));
-        }
-        if alignment != 0 && !alignment.is_power_of_two() {
-            return Err(Error::invalid_argument(format!("UsmBuffer: alignment {alignment} is not a power of two")));
-        }
-        context.check_deferred()?;
-        let (_, sd) = context.sycl_device(device)?;
+        let (_, sd) = check_allocation("UsmBuffer", context, device, len, alignment)?;
         let p = bridge::usm_alloc(kind.to_bridge(), len, alignment, sd, context.raw())
             .map_err(sycl_error("USM allocation"))?;
         let ptr = NonNull::new(p).ok_or_else(|| Error::sycl("USM allocation returned nullptr"))?;
@@ -193,20 +207,7 @@ impl UsmBuffer {
     }
 }
 
-impl SyclMemory for UsmBuffer {
-    fn as_ptr(&self) -> *const u8 {
-        self.ptr.as_ptr()
-    }
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn context(&self) -> &Arc<Context> {
-        &self.context
-    }
-}
+sycl_memory!(UsmBuffer);
 
 impl Drop for UsmBuffer {
     fn drop(&mut self) {
