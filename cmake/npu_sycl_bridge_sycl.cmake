@@ -10,9 +10,12 @@ if(TARGET npu_sycl_bridge::sycl_runtime)
   return()
 endif()
 
-# The prefix `cargo xtask setup` provisions, as a last resort (crates/native-finder does the same).
+# The prefix `cargo xtask setup` provisions, as a last resort: the same rule as crates/native-finder's
+# provisioned_prefix() ($NPU_SYCL_BRIDGE_HOME, else $XDG_CACHE_HOME/npu-sycl-bridge, else ~/.cache/npu-sycl-bridge).
 if(DEFINED ENV{NPU_SYCL_BRIDGE_HOME} AND NOT "$ENV{NPU_SYCL_BRIDGE_HOME}" STREQUAL "")
   set(NPU_SYCL_BRIDGE_PROVISIONED_PREFIX "$ENV{NPU_SYCL_BRIDGE_HOME}/prefix")
+elseif(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
+  set(NPU_SYCL_BRIDGE_PROVISIONED_PREFIX "$ENV{XDG_CACHE_HOME}/npu-sycl-bridge/prefix")
 else()
   set(NPU_SYCL_BRIDGE_PROVISIONED_PREFIX "$ENV{HOME}/.cache/npu-sycl-bridge/prefix")
 endif()
