@@ -1,6 +1,6 @@
 # cmake -P: configure, build and run the consumer project against the installed package.
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} "-DCMAKE_PREFIX_PATH=${PREFIX_PATH}"
-                        -DOpenVINO_DIR=${OpenVINO_DIR} RESULT_VARIABLE r)
+file(REMOVE_RECURSE ${BINARY})
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} "-DCMAKE_PREFIX_PATH=${PREFIX_PATH}" RESULT_VARIABLE r)
 if(r)
   message(FATAL_ERROR "configuring the consumer failed: ${r}")
 endif()
