@@ -14,8 +14,6 @@
 //! run `cargo build -p virtual-l0` first, as `cargo xtask test` does) and check its counters.
 #![cfg(feature = "sycl")]
 
-use std::process::Command;
-
 /// Marks a child run; its value is the adapter ("v1" or "v2") or "plain".
 const CHILD_ENV: &str = "NPU_SYCL_BRIDGE_SYCL_CHILD";
 
@@ -27,13 +25,11 @@ enum Run {
     V2,
 }
 
+mod common;
+
 /// Runs `inner::<name>` in a child process and asserts it passed and really ran.
 fn run_child(name: &str, run: Run) {
-    let test = format!("inner::{name}");
-    let exe = std::env::current_exe().expect("current_exe");
-    let mut cmd = Command::new(exe);
-    cmd.args(["--exact", &test, "--nocapture", "--test-threads=1"]);
-    match run {
+    common::child::run_child(name, &format!("{run:?}"), &format!("SYCL-CHILD-DONE {name}"), |cmd| match run {
         Run::Plain => {
             cmd.env(CHILD_ENV, "plain").env_remove("LD_LIBRARY_PATH").env_remove("ZEL_LIBRARY_PATH");
         }
@@ -43,27 +39,7 @@ fn run_child(name: &str, run: Run) {
         Run::V2 => {
             cmd.env(CHILD_ENV, "v2").env("SYCL_UR_USE_LEVEL_ZERO_V2", "1");
         }
-    }
-    cmd.env_remove("UR_LOADER_USE_LEVEL_ZERO_V2");
-    let out = cmd.output().expect("spawn the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let marker = format!("SYCL-CHILD-DONE {name}");
-    assert!(
-        out.status.success() && stdout.contains(&marker),
-        "child `{test}` ({run:?}) failed: {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
-        describe(&out.status)
-    );
-    eprintln!("child `{test}` ({run:?}) passed");
-}
-
-fn describe(status: &std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exit code {c}"),
-        (None, Some(s)) => format!("killed by signal {s} (a crash)"),
-        _ => "unknown status".into(),
-    }
+    });
 }
 
 /// One parent test per adapter for an inner test that needs the virtual platform.

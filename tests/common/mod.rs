@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests: compile a reference model, run it, compare.
 #![allow(dead_code)]
 
+pub mod child;
+pub mod npu;
+
 use npu_sycl_bridge::models::ReferenceModel;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, InferRequest, Properties, Tensor};
 
