@@ -8,97 +8,27 @@
 
 use std::ffi::c_void;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver, L0Allocation, MemoryKind};
 use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::npu::{dup_fd, NpuContext, PageAlignedBuffer};
-use npu_sycl_bridge::openvino::{
-    CompiledModel, Core, ElementType, InferRequest, KeepAlive, MemType, Properties, RemoteTensor, Tensor, TensorType,
-};
-use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, MemType, Properties, RemoteTensor, Tensor, TensorType};
 use npu_sycl_bridge::ErrorKind;
 
-fn vp() -> &'static VirtualPlatform {
-    virtual_platform::activate().expect("activate the virtual platform (cargo build -p virtual-l0)")
-}
+mod common;
+
+use common::npu::{core, counter, open_fds, other_input, vp, NpuAndCpu};
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn counter(name: &str) -> u64 {
-    vp().counter(name)
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-/// One Core for the whole test binary (the NPU plugin has one L0 context per Core).
-fn core() -> &'static Core {
-    static CORE: OnceLock<Core> = OnceLock::new();
-    CORE.get_or_init(|| {
-        vp();
-        Core::new().unwrap()
-    })
-}
-
-struct Setup {
-    m: ReferenceModel,
-    npu_model: CompiledModel,
-    cpu_model: CompiledModel,
-    npu: NpuContext,
-}
+type Setup = NpuAndCpu;
 
 fn setup(m: ReferenceModel) -> Setup {
-    vp();
-    let core = core();
-    let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
-    let npu_model =
-        core.compile_model(&model, "NPU", &Properties::new()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
-    let cpu_model =
-        core.compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32")).unwrap();
-    let npu = NpuContext::from_compiled_model(&npu_model).unwrap();
-    Setup { m, npu_model, cpu_model, npu }
-}
-
-impl Setup {
-    /// The CPU plugin's outputs for `inputs` (plain tensors).
-    fn cpu(&self, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
-        let mut r = self.cpu_model.create_infer_request().unwrap();
-        for (i, bytes) in inputs.iter().enumerate() {
-            let d = &self.m.inputs[i];
-            r.set_input_tensor(i, &Tensor::from_bytes(d.element_type, d.shape.clone(), bytes).unwrap()).unwrap();
-        }
-        r.infer().unwrap();
-        (0..self.m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect()
-    }
-
-    fn assert_matches_cpu(&self, inputs: &[Vec<u8>], outputs: &[Vec<u8>]) {
-        let want = self.cpu(inputs);
-        for (i, (w, g)) in want.iter().zip(outputs).enumerate() {
-            if let Err(e) = self.m.compare(i, w, g) {
-                panic!("{}: NPU output {i} differs from the CPU plugin's: {e}", self.m.name);
-            }
-        }
-        // And the CPU plugin agrees with the Rust reference.
-        let refs: Vec<&[u8]> = inputs.iter().map(|v| v.as_slice()).collect();
-        let reference = self.m.reference(&refs).unwrap();
-        for (i, (r, w)) in reference.iter().zip(&want).enumerate() {
-            self.m.compare(i, r, w).unwrap();
-        }
-    }
-
-    fn request(&self) -> InferRequest {
-        self.npu_model.create_infer_request().unwrap()
-    }
-}
-
-/// A different input: the sample input scaled by -1 (every value stays a multiple of 1/16).
-fn other_input(m: &ReferenceModel, i: usize) -> Vec<u8> {
-    m.sample_input(i).chunks_exact(4).flat_map(|c| (-f32::from_le_bytes(c.try_into().unwrap())).to_le_bytes()).collect()
+    NpuAndCpu::new(core(), m)
 }
 
 fn write_remote(t: &mut RemoteTensor, bytes: &[u8]) {

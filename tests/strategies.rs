@@ -14,41 +14,17 @@
 //! `cargo xtask test` does).
 #![cfg(feature = "sycl")]
 
-use std::process::Command;
-
 /// Marks a child run; its value is the adapter ("v1" or "v2").
 const CHILD_ENV: &str = "NPU_SYCL_BRIDGE_STRATEGY_CHILD";
 
+mod common;
+
 /// Runs `inner::<name>` in a child process with adapter `v2` (`false` = v1) and asserts it passed.
 fn run_child(name: &str, v2: bool) {
-    let test = format!("inner::{name}");
-    let exe = std::env::current_exe().expect("current_exe");
     let adapter = if v2 { "v2" } else { "v1" };
-    let out = Command::new(exe)
-        .args(["--exact", &test, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, adapter)
-        .env("SYCL_UR_USE_LEVEL_ZERO_V2", if v2 { "1" } else { "0" })
-        .env_remove("UR_LOADER_USE_LEVEL_ZERO_V2")
-        .output()
-        .expect("spawn the test binary");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let marker = format!("STRATEGY-CHILD-DONE {name}");
-    assert!(
-        out.status.success() && stdout.contains(&marker),
-        "child `{test}` (adapter {adapter}) failed: {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
-        describe(&out.status)
-    );
-    eprintln!("child `{test}` (adapter {adapter}) passed");
-}
-
-fn describe(status: &std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exit code {c}"),
-        (None, Some(s)) => format!("killed by signal {s} (a crash)"),
-        _ => "unknown status".into(),
-    }
+    common::child::run_child(name, &format!("adapter {adapter}"), &format!("STRATEGY-CHILD-DONE {name}"), |cmd| {
+        cmd.env(CHILD_ENV, adapter).env("SYCL_UR_USE_LEVEL_ZERO_V2", if v2 { "1" } else { "0" });
+    });
 }
 
 /// One parent test per adapter.
@@ -102,23 +78,20 @@ both_adapters!(thousand_cycles_leak_nothing, thousand_cycles_leak_nothing_v1, th
 
 /// The tests that run inside the child processes.
 mod inner {
-    use std::sync::{Arc, OnceLock};
+    use std::sync::Arc;
 
     use npu_sycl_bridge::level_zero as l0;
     use npu_sycl_bridge::models::{self, ReferenceModel};
-    use npu_sycl_bridge::npu::NpuContext;
-    use npu_sycl_bridge::openvino::{
-        CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType,
-    };
+    use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, RemoteTensor, TensorType};
     use npu_sycl_bridge::strategy::{
         Auto, CardPath, CpuVa, DmaBuf, NpuToSycl, SharedTensor, Strategy, StrategyKind, NPU_TO_SYCL_ZERO_COPY,
     };
     use npu_sycl_bridge::sycl::{
         self, Backend, Context, ContextOrigin, DeviceType, LevelZeroOwnership, Queue, SyclMemory, UsmBuffer, UsmKind,
     };
-    use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
     use npu_sycl_bridge::ErrorKind;
 
+    use super::common::npu::{core, counter, open_fds, other_input, vp, NpuAndCpu};
     use super::CHILD_ENV;
 
     fn child() -> bool {
@@ -133,48 +106,25 @@ mod inner {
         println!("STRATEGY-CHILD-DONE {name}");
     }
 
-    fn vp() -> &'static VirtualPlatform {
-        virtual_platform::activate().expect("activate the virtual platform (cargo build -p virtual-l0)")
-    }
-
-    fn counter(name: &str) -> u64 {
-        vp().counter(name)
-    }
-
-    fn open_fds() -> usize {
-        std::fs::read_dir("/proc/self/fd").unwrap().count()
-    }
-
-    /// One Core per child process (the NPU plugin has one L0 context per Core).
-    fn core() -> &'static Core {
-        static CORE: OnceLock<Core> = OnceLock::new();
-        CORE.get_or_init(|| {
-            vp();
-            Core::new().unwrap()
-        })
-    }
-
     /// The model compiled for the NPU and for the CPU, the NPU context, and the iGPU's SYCL context.
     struct Env {
-        m: ReferenceModel,
-        npu_model: CompiledModel,
-        cpu_model: CompiledModel,
-        npu: NpuContext,
+        base: NpuAndCpu,
         gpu: sycl::Device,
         ctx: Arc<Context>,
     }
 
+    impl std::ops::Deref for Env {
+        type Target = NpuAndCpu;
+        fn deref(&self) -> &NpuAndCpu {
+            &self.base
+        }
+    }
+
     fn env_with(core: &Core, m: ReferenceModel) -> Env {
-        vp();
-        let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
-        let npu_model =
-            core.compile_model(&model, "NPU", &Properties::new()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
-        let cpu_model =
-            core.compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32")).unwrap();
-        let npu = NpuContext::from_compiled_model(&npu_model).unwrap();
+        let base = NpuAndCpu::new(core, m);
         let gpu = sycl_gpu();
         let ctx = Context::new(&gpu).expect("sycl::context(gpu)");
-        Env { m, npu_model, cpu_model, npu, gpu, ctx }
+        Env { base, gpu, ctx }
     }
 
     fn env(m: ReferenceModel) -> Env {
@@ -201,46 +151,6 @@ mod inner {
             }
         }
         panic!("no virtual GPU driver");
-    }
-
-    impl Env {
-        /// The CPU plugin's outputs for `inputs`.
-        fn cpu(&self, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
-            let mut r = self.cpu_model.create_infer_request().unwrap();
-            for (i, bytes) in inputs.iter().enumerate() {
-                let d = &self.m.inputs[i];
-                r.set_input_tensor(i, &Tensor::from_bytes(d.element_type, d.shape.clone(), bytes).unwrap()).unwrap();
-            }
-            r.infer().unwrap();
-            (0..self.m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect()
-        }
-
-        fn assert_matches_cpu(&self, what: &str, inputs: &[Vec<u8>], outputs: &[Vec<u8>]) {
-            let want = self.cpu(inputs);
-            assert_eq!(want.len(), outputs.len());
-            for (i, (w, g)) in want.iter().zip(outputs).enumerate() {
-                if let Err(e) = self.m.compare(i, w, g) {
-                    panic!("{what}: {}: NPU output {i} differs from the CPU plugin's: {e}", self.m.name);
-                }
-            }
-            let refs: Vec<&[u8]> = inputs.iter().map(|v| v.as_slice()).collect();
-            let reference = self.m.reference(&refs).unwrap();
-            for (i, (r, w)) in reference.iter().zip(&want).enumerate() {
-                self.m.compare(i, r, w).unwrap();
-            }
-        }
-
-        fn request(&self) -> InferRequest {
-            self.npu_model.create_infer_request().unwrap()
-        }
-    }
-
-    /// A different input: the sample input scaled by -1.
-    fn other_input(m: &ReferenceModel, i: usize) -> Vec<u8> {
-        m.sample_input(i)
-            .chunks_exact(4)
-            .flat_map(|c| (-f32::from_le_bytes(c.try_into().unwrap())).to_le_bytes())
-            .collect()
     }
 
     /// The graph-argument counter that proves the NPU ran on imported memory of this strategy.
@@ -297,7 +207,7 @@ mod inner {
             assert_eq!(counter(name), g0 + 4, "{kind}: the graph ran on the shared memory itself ({name})");
         }
         let outs = |q: &Queue| vec![tsum.read_to_vec::<u8>(q).unwrap(), tprod.read_to_vec::<u8>(q).unwrap()];
-        e.assert_matches_cpu(kind.as_str(), &[a.clone(), b.clone()], &outs(q));
+        e.assert_matches_cpu_in(kind.as_str(), &[a.clone(), b.clone()], &outs(q));
 
         // SYCL writes a new input after binding: the next inference sees it without rebinding.
         let a2 = other_input(&e.m, 0);
@@ -308,7 +218,7 @@ mod inner {
         if let (Some(name), Some(g0)) = (graph_arg_counter(kind), graph0) {
             assert_eq!(counter(name), g0 + 8, "{kind}: still the shared memory, nothing re-imported");
         }
-        e.assert_matches_cpu(kind.as_str(), &[a2, b.clone()], &outs(q));
+        e.assert_matches_cpu_in(kind.as_str(), &[a2, b.clone()], &outs(q));
 
         // A partial SYCL write (the first 16 floats) and a typed partial SYCL read.
         let head: Vec<f32> = (0..16).map(|i| i as f32 * 0.25).collect();
@@ -616,7 +526,7 @@ mod inner {
                 assert_eq!(&first, &x[..8]);
             }
             r.infer().unwrap();
-            e.assert_matches_cpu(kind.as_str(), std::slice::from_ref(&x), &[output.read_to_vec::<u8>(q).unwrap()]);
+            e.assert_matches_cpu_in(kind.as_str(), std::slice::from_ref(&x), &[output.read_to_vec::<u8>(q).unwrap()]);
             // Zero-sized elements: an error, not a copy into a Vec that has no buffer.
             let err = output.read_to_vec::<[f32; 0]>(q).unwrap_err();
             assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{kind}: {err}");
@@ -701,7 +611,7 @@ mod inner {
             drop(ctx);
             drop(npu);
             r.infer().unwrap();
-            e.assert_matches_cpu(&format!("A {kind}"), &samples, &read_outputs(&sum, &prod));
+            e.assert_matches_cpu_in(&format!("A {kind}"), &samples, &read_outputs(&sum, &prod));
             drop(r); // then the output clones, last
             drop((sum, prod));
         }
@@ -724,7 +634,7 @@ mod inner {
             bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
             r.infer().unwrap();
             let outs = vec![t[2].read_to_vec::<u8>(&q).unwrap(), t[3].read_to_vec::<u8>(&q).unwrap()];
-            e.assert_matches_cpu("B", &[other_input(&e.m, 0), samples[1].clone()], &outs);
+            e.assert_matches_cpu_in("B", &[other_input(&e.m, 0), samples[1].clone()], &outs);
             // Tensors before their queue, and the request after both.
             drop(t);
             drop(q);
@@ -748,7 +658,7 @@ mod inner {
             drop(t);
             r.infer().unwrap();
             assert!(weak.upgrade().is_some(), "the request keeps the L0 context alive");
-            e.assert_matches_cpu("C card path", &samples, &read_outputs(&sum, &prod));
+            e.assert_matches_cpu_in("C card path", &samples, &read_outputs(&sum, &prod));
             drop((sum, prod));
             drop(r);
             assert!(weak.upgrade().is_none(), "the L0 context was destroyed once nothing used it");
@@ -763,12 +673,12 @@ mod inner {
             let t = make_four(&s, &e);
             let mut r = own.request();
             bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
-            let Env { npu_model, cpu_model, npu, ctx, .. } = own;
+            let Env { base: NpuAndCpu { npu_model, cpu_model, npu, .. }, ctx, .. } = own;
             drop((npu_model, cpu_model, npu, ctx));
             drop(core);
             r.infer().unwrap();
             drop(s);
-            e.assert_matches_cpu("D", &samples, &read_outputs(t[2].remote_tensor(), t[3].remote_tensor()));
+            e.assert_matches_cpu_in("D", &samples, &read_outputs(t[2].remote_tensor(), t[3].remote_tensor()));
             drop(r);
             drop(t);
         }
@@ -802,7 +712,7 @@ mod inner {
             drop(ta2);
             drop(s);
             r.infer().unwrap();
-            e.assert_matches_cpu(
+            e.assert_matches_cpu_in(
                 "F",
                 &[other_input(&e.m, 0), samples[1].clone()],
                 &read_outputs(ts.remote_tensor(), tp.remote_tensor()),

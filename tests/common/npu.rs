@@ -1,0 +1,107 @@
+//! The NPU tests' shared setup on the virtual platform: its counters, one Core per test process, a
+//! reference model compiled for the NPU and the CPU plugin, and the comparison of NPU outputs with
+//! the CPU plugin's (and of those with the Rust reference).
+
+use std::sync::OnceLock;
+
+use npu_sycl_bridge::models::ReferenceModel;
+use npu_sycl_bridge::npu::NpuContext;
+use npu_sycl_bridge::openvino::{CompiledModel, Core, InferRequest, Properties, Tensor};
+use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+
+use super::cpu_properties;
+
+/// The virtual platform, activated on first use.
+pub fn vp() -> &'static VirtualPlatform {
+    virtual_platform::activate().expect("activate the virtual platform (cargo build -p virtual-l0)")
+}
+
+/// A virtual platform counter.
+pub fn counter(name: &str) -> u64 {
+    vp().counter(name)
+}
+
+/// The number of open file descriptors of this process.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// One Core per test process (the NPU plugin has one L0 context per Core).
+pub fn core() -> &'static Core {
+    static CORE: OnceLock<Core> = OnceLock::new();
+    CORE.get_or_init(|| {
+        vp();
+        Core::new().unwrap()
+    })
+}
+
+/// A different input: the sample input scaled by -1 (every value stays a multiple of 1/16).
+pub fn other_input(m: &ReferenceModel, i: usize) -> Vec<u8> {
+    m.sample_input(i).chunks_exact(4).flat_map(|c| (-f32::from_le_bytes(c.try_into().unwrap())).to_le_bytes()).collect()
+}
+
+/// A reference model compiled for the NPU and (in f32) for the CPU plugin, and the NPU context.
+pub struct NpuAndCpu {
+    pub m: ReferenceModel,
+    pub npu_model: CompiledModel,
+    pub cpu_model: CompiledModel,
+    pub npu: NpuContext,
+}
+
+impl NpuAndCpu {
+    /// Compiles `m` with `core` for the NPU and the CPU.
+    pub fn new(core: &Core, m: ReferenceModel) -> NpuAndCpu {
+        vp();
+        let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
+        let npu_model =
+            core.compile_model(&model, "NPU", &Properties::new()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
+        let cpu_model = core.compile_model(&model, "CPU", &cpu_properties()).unwrap();
+        let npu = NpuContext::from_compiled_model(&npu_model).unwrap();
+        NpuAndCpu { m, npu_model, cpu_model, npu }
+    }
+
+    /// The CPU plugin's outputs for `inputs` (plain tensors).
+    pub fn cpu(&self, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let mut r = self.cpu_model.create_infer_request().unwrap();
+        for (i, bytes) in inputs.iter().enumerate() {
+            let d = &self.m.inputs[i];
+            r.set_input_tensor(i, &Tensor::from_bytes(d.element_type, d.shape.clone(), bytes).unwrap()).unwrap();
+        }
+        r.infer().unwrap();
+        (0..self.m.outputs.len()).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect()
+    }
+
+    /// Asserts that the NPU's `outputs` for `inputs` equal the CPU plugin's (within the model's
+    /// tolerance), and that the CPU plugin agrees with the Rust reference.
+    pub fn assert_matches_cpu(&self, inputs: &[Vec<u8>], outputs: &[Vec<u8>]) {
+        self.check_matches_cpu(None, inputs, outputs);
+    }
+
+    /// [`assert_matches_cpu`](Self::assert_matches_cpu), with `what` (the path under test) in the
+    /// messages.
+    pub fn assert_matches_cpu_in(&self, what: &str, inputs: &[Vec<u8>], outputs: &[Vec<u8>]) {
+        self.check_matches_cpu(Some(what), inputs, outputs);
+    }
+
+    fn check_matches_cpu(&self, what: Option<&str>, inputs: &[Vec<u8>], outputs: &[Vec<u8>]) {
+        let want = self.cpu(inputs);
+        let prefix = what.map(|w| format!("{w}: ")).unwrap_or_default();
+        assert_eq!(want.len(), outputs.len(), "{prefix}one NPU output per model output");
+        for (i, (w, g)) in want.iter().zip(outputs).enumerate() {
+            if let Err(e) = self.m.compare(i, w, g) {
+                panic!("{prefix}{}: NPU output {i} differs from the CPU plugin's: {e}", self.m.name);
+            }
+        }
+        // And the CPU plugin agrees with the Rust reference.
+        let refs: Vec<&[u8]> = inputs.iter().map(|v| v.as_slice()).collect();
+        let reference = self.m.reference(&refs).unwrap();
+        for (i, (r, w)) in reference.iter().zip(&want).enumerate() {
+            self.m.compare(i, r, w).unwrap();
+        }
+    }
+
+    /// A new NPU inference request.
+    pub fn request(&self) -> InferRequest {
+        self.npu_model.create_infer_request().unwrap()
+    }
+}
