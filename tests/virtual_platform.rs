@@ -665,6 +665,7 @@ fn queues_lists_fences_events_and_copy_counters() {
         // Re-execution of the closed list.
         dst.fill(0);
         ok(a.zeCommandQueueExecuteCommandLists(q, 1, &mut { l }, f), "execute again");
+        ok(a.zeFenceHostSynchronize(f, u64::MAX), "fence sync");
         assert_eq!(dst, src);
 
         // Immediate list: runs at append time; host signal from the host.
@@ -876,10 +877,15 @@ fn concurrent_threads_and_cross_thread_event_waits() {
             done_r.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         std::thread::sleep(std::time::Duration::from_millis(50));
-        assert!(!done.load(std::sync::atomic::Ordering::SeqCst), "the list waits for the event");
-        ok(a.zeEventHostSignal(e), "host signal");
+        // As on hardware, submission does not block on the event; the work waits, and so does
+        // zeCommandQueueSynchronize on any thread.
         runner.join().unwrap();
-        assert_eq!(flag[0], 1);
+        assert!(done.load(std::sync::atomic::Ordering::SeqCst), "execute returned");
+        assert_eq!(a.zeCommandQueueSynchronize(q, 1_000_000), ZE_RESULT_NOT_READY, "the list waits for the event");
+        assert_eq!(std::ptr::read_volatile(&flag[0]), 0);
+        ok(a.zeEventHostSignal(e), "host signal");
+        ok(a.zeCommandQueueSynchronize(q, u64::MAX), "queue sync");
+        assert_eq!(std::ptr::read_volatile(&flag[0]), 1);
         for r in [
             a.zeCommandListDestroy(l),
             a.zeCommandQueueDestroy(q),

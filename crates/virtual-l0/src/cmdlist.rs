@@ -3,7 +3,9 @@
 //! A command list records an in-order list of [`Command`]s (each with its wait events and optional
 //! signal event). Regular lists run when `zeCommandQueueExecuteCommandLists` is called, on the
 //! calling thread, then the fence is signalled; immediate lists run each command at append time.
-//! Waiting on an event that is not yet signalled blocks until another thread or command signals it.
+//! Waiting on an event that is not yet signalled blocks until another thread or command signals it;
+//! work that would block at submission on an event nothing has signalled yet is [`Deferred`] to a
+//! thread of the queue or immediate list instead, so that submission never blocks (as on hardware).
 //!
 //! For the NPU module: [`GraphExecutable`], [`Command::GraphExecute`], [`CommandList::append`] /
 //! [`CommandList::append_with_events`], [`collect_events`]. Mutable command lists: the id of a
@@ -193,11 +195,66 @@ pub struct CommandQueue {
     /// `ze_command_queue_mode_t`
     pub mode: u32,
     /// submissions still running (on other threads): `zeCommandQueueSynchronize` waits for them
-    pub inflight: InFlight,
+    pub inflight: Arc<InFlight>,
+    /// submissions that wait for events not yet signalled, run in order on the queue's own thread
+    pub deferred: Deferred,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Work that cannot run on the submitting thread: it waits for an event that is not signalled
+/// yet, which the application may signal from this very thread after the call returns
+/// (`zeEventHostSignal`), as is legal on hardware, where submission never blocks. Running it
+/// inline would hang that thread forever. Such work, and everything submitted to the same queue or
+/// immediate list after it while it is pending, runs in submission order on a thread of the queue
+/// or list (started on first use, ended when the queue or list is destroyed).
+#[derive(Default)]
+pub struct Deferred {
+    tx: Mutex<Option<std::sync::mpsc::Sender<Job>>>,
+    pending: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Deferred {
+    /// Whether deferred work is still pending (later work must then be deferred too, to stay in order).
+    pub fn busy(&self) -> bool {
+        self.pending.load(std::sync::atomic::Ordering::Acquire) > 0
+    }
+    /// Runs `job` after every job submitted before it, on this queue's or list's thread.
+    pub fn submit(&self, job: impl FnOnce() + Send + 'static) {
+        use std::sync::atomic::Ordering;
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        let pending = self.pending.clone();
+        let job: Job = Box::new(move || {
+            // A panic must neither kill the worker nor leave `pending` raised.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            pending.fetch_sub(1, Ordering::AcqRel);
+        });
+        let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        if tx.is_none() {
+            let (s, r) = std::sync::mpsc::channel::<Job>();
+            let spawned = std::thread::Builder::new().name("vl0-queue".into()).spawn(move || {
+                for j in r {
+                    j();
+                }
+            });
+            if spawned.is_ok() {
+                *tx = Some(s);
+            }
+        }
+        let job = match tx.as_ref() {
+            Some(s) => match s.send(job) {
+                Ok(()) => return,
+                Err(e) => e.0,
+            },
+            None => job,
+        };
+        drop(tx);
+        job(); // no worker thread: run here (blocks, as before)
+    }
 }
 
 /// Work in progress on a queue or an immediate list. Execution is synchronous on the submitting
-/// thread, but another thread may be in the middle of it (blocked on an event, or running a
+/// thread (or [`Deferred`]), but another thread may be in the middle of it (blocked on an event, or running a
 /// graph); `zeCommandQueueSynchronize` / `zeCommandListHostSynchronize` must wait for that work
 /// like a real driver does, not report completion early.
 #[derive(Default)]
@@ -207,9 +264,9 @@ pub struct InFlight {
 }
 
 /// Leaves an [`InFlight`] section when dropped (also on unwinding).
-pub struct InFlightGuard<'a>(&'a InFlight);
+pub struct InFlightGuard(Arc<InFlight>);
 
-impl Drop for InFlightGuard<'_> {
+impl Drop for InFlightGuard {
     fn drop(&mut self) {
         let mut n = self.0.n.lock().unwrap_or_else(|e| e.into_inner());
         *n -= 1;
@@ -220,10 +277,10 @@ impl Drop for InFlightGuard<'_> {
 }
 
 impl InFlight {
-    /// Marks work as started until the guard is dropped.
-    pub fn enter(&self) -> InFlightGuard<'_> {
+    /// Marks work as started until the guard is dropped (the guard may move to another thread).
+    pub fn enter(self: &Arc<Self>) -> InFlightGuard {
         *self.n.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        InFlightGuard(self)
+        InFlightGuard(self.clone())
     }
     /// Waits up to `timeout_ns` (`u64::MAX` = forever) until no work is in progress; true when idle.
     pub fn wait_idle(&self, timeout_ns: u64) -> bool {
@@ -266,7 +323,11 @@ pub struct CommandList {
     pub device: usize,
     state: Mutex<ListState>,
     /// immediate lists: appends still running (`zeCommandListHostSynchronize` waits for them)
-    inflight: InFlight,
+    inflight: Arc<InFlight>,
+    /// immediate lists: appends waiting for events not yet signalled (see [`Deferred`])
+    deferred: Deferred,
+    /// immediate lists created with `ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS`: appends always block
+    pub synchronous: bool,
 }
 
 impl Kind for EventPool {
@@ -384,6 +445,38 @@ fn run(driver: DriverKind, cmd: &Command) -> ze_result_t {
     }
 }
 
+/// Event states as a submission will see them: the current state, updated by the signals and
+/// resets of the commands before (keyed by `EventState` address).
+pub type EventView = std::collections::HashMap<usize, bool>;
+
+impl Recorded {
+    /// Whether running this command after the ones already folded into `view` would block on an
+    /// event that nothing before it signals; otherwise folds this command's signals and resets in.
+    fn would_block(&self, view: &mut EventView) -> bool {
+        let key = |e: &Arc<EventState>| Arc::as_ptr(e) as usize;
+        let extra: &[Arc<EventState>] = match &self.cmd {
+            Command::WaitEvents(es) => es,
+            _ => &[],
+        };
+        if self.waits.iter().chain(extra).any(|e| !view.get(&key(e)).copied().unwrap_or_else(|| e.is_signaled())) {
+            return true;
+        }
+        match &self.cmd {
+            Command::SignalEvent(e) => {
+                view.insert(key(e), true);
+            }
+            Command::ResetEvent(e) => {
+                view.insert(key(e), false);
+            }
+            _ => {}
+        }
+        if let Some(e) = &self.signal {
+            view.insert(key(e), true);
+        }
+        false
+    }
+}
+
 fn run_recorded(driver: DriverKind, r: &Recorded) -> ze_result_t {
     for w in &r.waits {
         w.wait(u64::MAX);
@@ -409,7 +502,9 @@ impl CommandList {
             context: 0,
             device: 0,
             state: Mutex::new(ListState::default()),
-            inflight: InFlight::default(),
+            inflight: Arc::default(),
+            deferred: Deferred::default(),
+            synchronous: false,
         }
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, ListState> {
@@ -438,6 +533,15 @@ impl CommandList {
     ) -> ze_result_t {
         let r = Recorded { cmd, waits, signal };
         if self.immediate {
+            if !self.synchronous && (self.deferred.busy() || r.would_block(&mut EventView::new())) {
+                let busy = self.inflight.enter();
+                let driver = self.driver;
+                self.deferred.submit(move || {
+                    let _busy = busy;
+                    run_recorded(driver, &r);
+                });
+                return ZE_RESULT_SUCCESS;
+            }
             let _busy = self.inflight.enter();
             let _g = self.lock(); // in order with other appends to this list
             return run_recorded(self.driver, &r);
@@ -471,6 +575,11 @@ impl CommandList {
         let mut st = self.lock();
         st.commands.clear();
         st.closed = false;
+    }
+    /// Whether executing this list after what is folded into `view` would block on an event that
+    /// nothing signals before; otherwise folds the list's signals and resets into `view`.
+    pub fn would_block(&self, view: &mut EventView) -> bool {
+        self.lock().commands.iter().any(|r| r.would_block(view))
     }
     /// Runs every recorded command in order; stops at the first failure and returns it.
     pub fn execute(&self) -> ze_result_t {

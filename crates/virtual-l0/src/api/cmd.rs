@@ -1,5 +1,6 @@
 //! Queues, command lists (regular, immediate, mutable), fences, event pools and events.
-//! Execution is synchronous on the calling thread (see [`crate::cmdlist`]).
+//! Execution is synchronous on the calling thread unless it would block on an event nothing has
+//! signalled yet (then it is deferred to the queue's thread; see [`crate::cmdlist::Deferred`]).
 use crate::cmdlist::{collect_events, Command, CommandList, CommandQueue, Event, EventPool, EventState, Fence};
 use crate::export::{chain, input, out, ZeResult};
 use crate::objects::{
@@ -53,7 +54,7 @@ ze_api! {
         // SAFETY: as above.
         unsafe { device_in(c.driver(), dev) }?;
         check_queue(c.driver(), d.ordinal, d.index)?;
-        *o = objects::create(c.driver(), CommandQueue { ordinal: d.ordinal, flags: d.flags, mode: d.mode, inflight: Default::default() });
+        *o = objects::create(c.driver(), CommandQueue { ordinal: d.ordinal, flags: d.flags, mode: d.mode, inflight: Default::default(), deferred: Default::default() });
         Ok(())
     }
     fn zeCommandQueueDestroy(q: ze_command_queue_handle_t) {
@@ -93,7 +94,30 @@ ze_api! {
             }
             ls.push(l);
         }
-        let _busy = q.inflight.enter();
+        let busy = q.inflight.enter();
+        let mut view = crate::cmdlist::EventView::new();
+        if q.deferred.busy() || ls.iter().any(|l| l.would_block(&mut view)) {
+            // Blocked on an event the application may signal after this call returns: run on the
+            // queue's thread, in order, and signal the fence there (see `cmdlist::Deferred`).
+            let handles: Vec<usize> = ls.iter().map(|l| l.handle::<c_void>() as usize).collect();
+            let fence = fence.map(|f| f.state.clone());
+            q.deferred.submit(move || {
+                let _busy = busy;
+                for h in handles {
+                    // SAFETY: validated at submission; the application keeps submitted lists alive
+                    // until they complete (L0 rule), and a destroyed one is detected (live-handle set).
+                    match unsafe { command_list_from(h as ze_command_list_handle_t) } {
+                        Ok(l) if l.execute() == ZE_RESULT_SUCCESS => {}
+                        _ => break,
+                    }
+                }
+                if let Some(f) = fence {
+                    f.signal();
+                }
+            });
+            return Ok(ZE_RESULT_SUCCESS);
+        }
+        let _busy = busy;
         let mut res = ZE_RESULT_SUCCESS;
         for l in ls {
             res = l.execute();
@@ -146,6 +170,7 @@ ze_api! {
         unsafe { device_in(c.driver(), dev) }?;
         check_queue(c.driver(), d.ordinal, d.index)?;
         let mut l = CommandList::new(c.driver(), true, false, d.ordinal);
+        l.synchronous = d.mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
         l.context = ctx as usize;
         l.device = dev as usize;
         *o = objects::create(c.driver(), l);
@@ -604,5 +629,79 @@ mod tests {
         }
         assert_eq!(t.join().unwrap(), ZE_RESULT_SUCCESS);
         assert_eq!(t2.join().unwrap(), ZE_RESULT_SUCCESS);
+    }
+
+    /// Legal on hardware, where submission never blocks: submit work that waits for an event, then
+    /// signal the event from the same thread and wait for the fence (or the immediate list). Work
+    /// submitted after it on the same queue or list stays behind it.
+    #[test]
+    fn waiting_work_does_not_block_the_submitting_thread() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (c, d) = context(DriverKind::Gpu);
+            let (_, q) = queue(c, d, 0, 0);
+            let (_, e) = event();
+            let f = fence(q);
+            let buf = Box::leak(Box::new([0u8; 16]));
+            let dst = buf.as_mut_ptr() as *mut c_void;
+            let (one, two) = (1u8, 2u8);
+            // SAFETY: valid handles and buffers (the buffer is leaked).
+            unsafe {
+                let (_, mut l1) = list(c, d, 0);
+                let mut ew = e;
+                assert_eq!(
+                    zeCommandListAppendMemoryFill(l1, dst, (&one as *const u8).cast(), 1, 16, null_mut(), 1, &mut ew),
+                    0
+                );
+                zeCommandListClose(l1);
+                let (_, mut l2) = list(c, d, 0);
+                assert_eq!(
+                    zeCommandListAppendMemoryFill(l2, dst, (&two as *const u8).cast(), 1, 8, null_mut(), 0, null_mut()),
+                    0
+                );
+                zeCommandListClose(l2);
+                assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut l1, null_mut()), ZE_RESULT_SUCCESS);
+                assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut l2, f), ZE_RESULT_SUCCESS);
+                assert_eq!(zeFenceQueryStatus(f), ZE_RESULT_NOT_READY);
+                assert_eq!(std::ptr::read_volatile(&buf[0]), 0, "l2 must not overtake l1");
+                assert_eq!(zeEventHostSignal(e), ZE_RESULT_SUCCESS);
+                assert_eq!(zeFenceHostSynchronize(f, u64::MAX), ZE_RESULT_SUCCESS);
+                assert_eq!(zeCommandQueueSynchronize(q, u64::MAX), ZE_RESULT_SUCCESS);
+                assert_eq!(std::ptr::read_volatile(&buf[0]), 2, "l1 then l2");
+                assert_eq!(std::ptr::read_volatile(&buf[15]), 1);
+
+                // The same on an asynchronous immediate list.
+                let desc: ze_command_queue_desc_t = std::mem::zeroed();
+                let mut il = null_mut();
+                assert_eq!(zeCommandListCreateImmediate(c, d, &desc, &mut il), ZE_RESULT_SUCCESS);
+                let (_, e2) = event();
+                let mut ew2 = e2;
+                let three = 3u8;
+                assert_eq!(
+                    zeCommandListAppendMemoryFill(
+                        il,
+                        dst,
+                        (&three as *const u8).cast(),
+                        1,
+                        16,
+                        null_mut(),
+                        1,
+                        &mut ew2
+                    ),
+                    0
+                );
+                assert_eq!(
+                    zeCommandListAppendMemoryFill(il, dst, (&one as *const u8).cast(), 1, 4, null_mut(), 0, null_mut()),
+                    0
+                );
+                assert_eq!(zeCommandListHostSynchronize(il, 0), ZE_RESULT_NOT_READY);
+                assert_eq!(zeEventHostSignal(e2), ZE_RESULT_SUCCESS);
+                assert_eq!(zeCommandListHostSynchronize(il, u64::MAX), ZE_RESULT_SUCCESS);
+                assert_eq!(std::ptr::read_volatile(&buf[0]), 1, "in order");
+                assert_eq!(std::ptr::read_volatile(&buf[15]), 3);
+            }
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the submitting thread hung on its own event");
     }
 }
