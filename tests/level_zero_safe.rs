@@ -286,3 +286,31 @@ fn errors_carry_the_result_and_the_call() {
     let plain = ctx.alloc_device(gpu, 4096, 0).unwrap();
     assert!(plain.export_dma_buf().is_err());
 }
+
+#[test]
+fn a_free_that_fails_in_drop_is_returned_by_the_next_allocation() {
+    let _s = serial();
+    vp::activate().unwrap();
+    let (gpu_driver, gpu) = find(DeviceType::Gpu);
+    let ctx = Arc::new(Context::create(gpu_driver).unwrap());
+    let invalid = npu_sycl_bridge::level_zero::sys::ZE_RESULT_ERROR_INVALID_ARGUMENT;
+
+    // Drop cannot return the failure of zeMemFree: the next allocation in the context does.
+    let mem = ctx.alloc_host(4096, 0, HostMemFlags::NONE).unwrap();
+    vp::fault_inject("zeMemFree", 1, invalid).unwrap();
+    drop(mem);
+    let e = ctx.alloc_device(gpu, 4096, 0).unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::LevelZero { result: invalid, call: "zeMemFree" }, "{e}");
+    assert!(e.to_string().contains("dropping the Host allocation"), "{e}");
+    ctx.alloc_device(gpu, 4096, 0).expect("reported once, then allocations work again");
+
+    // Or collect them without allocating.
+    let mem = ctx.alloc_shared(gpu, 4096, 0).unwrap();
+    vp::fault_inject("zeMemFree", 1, invalid).unwrap();
+    drop(mem);
+    let errors = ctx.take_deferred_errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].kind(), &ErrorKind::LevelZero { result: invalid, call: "zeMemFree" });
+    assert!(ctx.take_deferred_errors().is_empty());
+    ctx.alloc_host(4096, 0, HostMemFlags::NONE).expect("nothing left to report");
+}

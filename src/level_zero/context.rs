@@ -4,7 +4,7 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::{api, check, require, sys, AllocationInfo, Device, Driver, HostMemFlags, L0Allocation, MemoryKind};
 use crate::error::{Error, Result};
@@ -25,6 +25,9 @@ pub struct Context {
     handle: sys::ze_context_handle_t,
     driver: Driver,
     ownership: Ownership,
+    /// Errors of `Drop` impls of allocations made in this context (a failing `zeMemFree`), returned
+    /// by the next allocation call or by [`take_deferred_errors`](Self::take_deferred_errors).
+    deferred: Mutex<Vec<Error>>,
 }
 
 enum Ownership {
@@ -47,7 +50,7 @@ impl Context {
         let mut handle = std::ptr::null_mut();
         // SAFETY: a valid driver handle, descriptor and output pointer.
         check(unsafe { api.zeContextCreate(driver.as_raw(), &desc, &mut handle) }, "zeContextCreate")?;
-        Ok(Context { handle, driver, ownership: Ownership::Owned })
+        Ok(Context::wrap(handle, driver, Ownership::Owned))
     }
 
     /// Takes ownership of a context created elsewhere ("transfer"): `Drop` destroys it.
@@ -56,7 +59,7 @@ impl Context {
     /// `handle` is a live context of `driver`; nobody else destroys it, and nobody uses it after
     /// this wrapper (and every `Arc` clone of it) is dropped.
     pub unsafe fn from_raw_owned(handle: sys::ze_context_handle_t, driver: Driver) -> Context {
-        Context { handle, driver, ownership: Ownership::Owned }
+        Context::wrap(handle, driver, Ownership::Owned)
     }
 
     /// Wraps a context owned elsewhere ("keep"): it is never destroyed here.
@@ -67,7 +70,7 @@ impl Context {
     /// [`from_raw_borrowed_with_owner`](Self::from_raw_borrowed_with_owner), which can keep the
     /// owner alive by construction.
     pub unsafe fn from_raw_borrowed(handle: sys::ze_context_handle_t, driver: Driver) -> Context {
-        Context { handle, driver, ownership: Ownership::Borrowed { _owner: None } }
+        Context::wrap(handle, driver, Ownership::Borrowed { _owner: None })
     }
 
     /// Wraps a context owned by `owner` (never destroyed here) and keeps `owner` alive until this
@@ -80,7 +83,32 @@ impl Context {
         driver: Driver,
         owner: impl Any + Send + Sync,
     ) -> Context {
-        Context { handle, driver, ownership: Ownership::Borrowed { _owner: Some(Box::new(owner)) } }
+        Context::wrap(handle, driver, Ownership::Borrowed { _owner: Some(Box::new(owner)) })
+    }
+
+    fn wrap(handle: sys::ze_context_handle_t, driver: Driver, ownership: Ownership) -> Context {
+        Context { handle, driver, ownership, deferred: Mutex::new(Vec::new()) }
+    }
+
+    /// Errors recorded by `Drop` impls of allocations made in this context (a failing `zeMemFree`),
+    /// oldest first; the list is emptied. The next allocation call in the context returns the oldest
+    /// one instead of allocating, so such an error is never lost silently.
+    pub fn take_deferred_errors(&self) -> Vec<Error> {
+        std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub(crate) fn defer_error(&self, e: Error) {
+        self.deferred.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+    }
+
+    /// Returns the oldest deferred error, if any.
+    fn check_deferred(&self) -> Result<()> {
+        let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        if d.is_empty() {
+            Ok(())
+        } else {
+            Err(d.remove(0))
+        }
     }
 
     /// The raw handle. It stays valid while `self` lives; do not destroy it.
@@ -180,6 +208,7 @@ impl Context {
     pub fn alloc_shared(self: &Arc<Self>, device: Device, size: usize, align: usize) -> Result<L0Allocation> {
         let api = api()?;
         self.check_device(device)?;
+        self.check_deferred()?;
         let ddesc = sys::ze_device_mem_alloc_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
             pNext: std::ptr::null(),
@@ -214,6 +243,7 @@ impl Context {
         keep_fd: Option<std::os::fd::OwnedFd>,
     ) -> Result<L0Allocation> {
         let api = api()?;
+        self.check_deferred()?;
         let mut ptr = std::ptr::null_mut();
         // SAFETY: live context; desc validity is the caller's contract.
         let r = unsafe { api.zeMemAllocHost(self.handle, desc, size, align, &mut ptr) };
@@ -236,6 +266,7 @@ impl Context {
     ) -> Result<L0Allocation> {
         let api = api()?;
         self.check_device(device)?;
+        self.check_deferred()?;
         let mut ptr = std::ptr::null_mut();
         // SAFETY: live context and device; desc validity is the caller's contract.
         let r = unsafe { api.zeMemAllocDevice(self.handle, desc, size, align, device.as_raw(), &mut ptr) };

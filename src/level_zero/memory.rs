@@ -90,7 +90,9 @@ impl std::ops::BitOr for HostMemFlags {
 /// when dropped.
 ///
 /// It holds an `Arc<Context>`: the context cannot be destroyed first. An allocation imported from
-/// an owned fd also keeps that fd open and closes it after `zeMemFree`.
+/// an owned fd also keeps that fd open and closes it after `zeMemFree`. A `zeMemFree` that fails
+/// in `Drop` is recorded on the context and returned by its next allocation call (or by
+/// [`Context::take_deferred_errors`]).
 pub struct L0Allocation {
     ptr: NonNull<c_void>,
     size: usize,
@@ -238,8 +240,22 @@ impl Drop for L0Allocation {
     fn drop(&mut self) {
         if let Ok(api) = api() {
             // SAFETY: we own the allocation, its context is alive (we hold an Arc to it), and it is
-            // freed exactly once, here. An error cannot be reported from Drop.
-            let _ = unsafe { api.zeMemFree(self.context.as_raw(), self.ptr.as_ptr()) };
+            // freed exactly once, here.
+            let r = unsafe { api.zeMemFree(self.context.as_raw(), self.ptr.as_ptr()) };
+            if r != sys::ZE_RESULT_SUCCESS {
+                // Drop cannot return it: the context keeps it for its next allocation call.
+                self.context.defer_error(Error::level_zero(
+                    r,
+                    "zeMemFree",
+                    format!(
+                        "{} (dropping the {:?} allocation {:p}, {} bytes)",
+                        super::result_name(r),
+                        self.kind,
+                        self.ptr,
+                        self.size
+                    ),
+                ));
+            }
         }
     }
 }

@@ -13,7 +13,9 @@
 //! OpenVINO object that owns the handle, alive for as long as the wrapper lives).
 //!
 //! Every failing call is an [`ErrorKind::LevelZero`](crate::ErrorKind::LevelZero) carrying the
-//! `ze_result_t` and the name of the call.
+//! `ze_result_t` and the name of the call. A failure inside `Drop` (`zeMemFree` of an
+//! [`L0Allocation`]) is recorded on its [`Context`] and returned by the context's next allocation
+//! call ([`Context::take_deferred_errors`] collects them).
 //!
 //! ```no_run
 //! use std::sync::Arc;
