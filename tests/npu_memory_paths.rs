@@ -106,6 +106,10 @@ fn npu_context_of_a_cpu_compiled_model_is_unsupported() {
     assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "NPU" }, "{e}");
     assert!(e.to_string().contains("CPU"), "the message names the device: {e}");
     assert!(e.to_string().contains("NPU"), "{e}");
+    // OpenVINO's own error is kept, with its kind, as the source.
+    let source = std::error::Error::source(&e).expect("OpenVINO's error as the source");
+    let source = source.downcast_ref::<npu_sycl_bridge::Error>().expect("a crate Error");
+    assert!(matches!(source.kind(), ErrorKind::OpenVino { .. }), "{source:?}");
 }
 
 #[test]

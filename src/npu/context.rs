@@ -54,7 +54,8 @@ impl NpuContext {
     ///
     /// # Errors
     /// [`Unsupported { path: "NPU" }`](ErrorKind::Unsupported) when the model was compiled for
-    /// another device (the message names it); Level Zero and OpenVINO errors otherwise.
+    /// another device (the message names it; OpenVINO's own error is its
+    /// [`source`](std::error::Error::source)); Level Zero and OpenVINO errors otherwise.
     pub fn from_compiled_model(compiled: &CompiledModel) -> Result<NpuContext> {
         let device = compiled.property("EXECUTION_DEVICES").unwrap_or_default();
         let remote = compiled.context().map_err(|e| {
@@ -66,6 +67,7 @@ impl NpuContext {
                     if device.is_empty() { "unknown".into() } else { device.clone() }
                 ),
             )
+            .with_source(e)
         })?;
         Self::from_remote_context(remote)
     }
@@ -82,6 +84,7 @@ impl NpuContext {
                 "NPU",
                 format!("OpenVINO has no NPU context (available devices: {devices}); OpenVINO said: {e}"),
             )
+            .with_source(e)
         })?;
         Self::from_remote_context(remote)
     }
@@ -113,6 +116,7 @@ impl NpuContext {
                 "NPU",
                 format!("the NPU context L0_CONTEXT {handle:p} is not usable on the NPU driver: {e}"),
             )
+            .with_source(e)
         })?;
         let ext = device.external_memory_properties()?;
         let dprops = device.properties()?;
