@@ -71,13 +71,50 @@ fn cargo() -> Command {
 /// directory `target/virtual-l0/` holding it under its SONAME, for C++ programs' LD_LIBRARY_PATH.
 fn build_virtual_platform() -> Result<PathBuf, String> {
     run_cmd(cargo().args(["build", "--package", "virtual-l0"]))?;
-    let built = root().join("target/debug/libze_loader.so");
+    // Where cargo put it: `CARGO_TARGET_DIR` or `build.target-dir` may move it out of `target/`.
+    let built = target_dir()?.join("debug/libze_loader.so");
+    if !built.is_file() {
+        return Err(format!("cargo build --package virtual-l0 did not produce {}", built.display()));
+    }
     let dir = root().join("target/virtual-l0");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let link = dir.join("libze_loader.so.1");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&built, &link).map_err(|e| format!("symlink {}: {e}", link.display()))?;
     Ok(dir)
+}
+
+/// Cargo's target directory as `cargo metadata` reports it (honours `CARGO_TARGET_DIR` and
+/// `build.target-dir`).
+fn target_dir() -> Result<PathBuf, String> {
+    let out = cargo()
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cargo metadata: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    json_string_field(&String::from_utf8_lossy(&out.stdout), "target_directory")
+        .map(PathBuf::from)
+        .ok_or_else(|| "cargo metadata printed no target_directory".to_string())
+}
+
+/// The value of the top-level string field `key` of cargo's one-line JSON (no dependency on a JSON
+/// crate, so that xtask builds fast on a fresh machine). Handles `\\`, `\"` and `\/` escapes.
+fn json_string_field(json: &str, key: &str) -> Option<String> {
+    let pattern = format!("\"{key}\":\"");
+    let start = json.rfind(&pattern)? + pattern.len();
+    let mut value = String::new();
+    let mut chars = json[start..].chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(value),
+            '\\' => value.push(chars.next()?),
+            c => value.push(c),
+        }
+    }
+    None
 }
 
 fn test(extra: &[String]) -> Result<(), String> {
@@ -114,4 +151,19 @@ fn example(extra: &[String]) -> Result<(), String> {
     cmd.args(["run", "--quiet", "--features", "sycl", "--example", "forum_port", "--"]);
     cmd.args(extra);
     run_cmd(&mut cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_directory_is_read_from_cargo_metadata() {
+        let json =
+            r#"{"packages":[{"name":"x","target_directory":"no"}],"target_directory":"/tmp/a \"b\"\\c","version":1}"#;
+        assert_eq!(json_string_field(json, "target_directory").as_deref(), Some(r#"/tmp/a "b"\c"#));
+        assert_eq!(json_string_field(json, "workspace_root"), None);
+        // The real thing: an absolute directory, wherever CARGO_TARGET_DIR points.
+        assert!(target_dir().unwrap().is_absolute());
+    }
 }
