@@ -149,6 +149,27 @@ fn errno() -> c_int {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
+/// Whether every page of `[p, p + len)` is mapped in this process.
+fn mapped(p: usize, len: usize) -> bool {
+    let start = p & !(PAGE - 1);
+    let pages = (p + len).div_ceil(PAGE) - start / PAGE;
+    let mut v = vec![0u8; pages];
+    // SAFETY: v has one byte per page of the range; mincore only reports residency and fails with
+    // ENOMEM when part of the range is not mapped.
+    unsafe { libc::mincore(start as *mut c_void, pages * PAGE, v.as_mut_ptr()) == 0 }
+}
+
+/// Whether `fd` is a dma-buf or a memfd (what this platform's exports are), per `/proc/self/fd`.
+fn is_dma_buf_like(fd: c_int) -> bool {
+    match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+        Ok(t) => {
+            let t = t.to_string_lossy();
+            t.starts_with("/memfd:") || t.starts_with("/dmabuf:") || t.starts_with("anon_inode:dmabuf")
+        }
+        Err(_) => false,
+    }
+}
+
 /// Maps `fd` shared and read-write at an address aligned to `align` (≥ 4096).
 fn map_shared(fd: c_int, len: usize, align: usize) -> ZeResult<*mut c_void> {
     let prot = libc::PROT_READ | libc::PROT_WRITE;
@@ -265,6 +286,11 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         if len < req.size {
             return Err(ZE_RESULT_ERROR_INVALID_SIZE);
         }
+        // A real driver pins the pages (userptr) and fails for a range that is not mapped, e.g.
+        // memory the caller has already freed; accepting it here would crash at first use.
+        if !mapped(p, len) {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
         crate::counters::add(&format!("{prefix}.imports.sysmem"), 1);
         (p, req.size, Backing::Borrowed, Origin::ImportedSysmem)
     } else if let Some(fd) = import_fd {
@@ -276,7 +302,15 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         if unsafe { libc::fstat(fd, &mut st) } != 0 {
             return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
         }
-        if st.st_size > 0 && (st.st_size as u64) < req.size as u64 {
+        // Only a dma-buf (or a memfd, which is what this platform exports as one) can be imported;
+        // a real driver's PRIME import rejects a regular file, pipe or socket (typically a stale fd
+        // number) instead of mapping whatever it is.
+        if !is_dma_buf_like(fd) {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
+        // A buffer smaller than the import (an empty memfd included) would map, then SIGBUS at
+        // first access.
+        if (st.st_size as u64) < req.size as u64 {
             return Err(ZE_RESULT_ERROR_INVALID_SIZE);
         }
         let m = map_shared(fd, req.size, req.align.max(PAGE))?;
@@ -446,6 +480,74 @@ mod tests {
             let p = allocate(req(DriverKind::Gpu, 8, 1 << 16), &[]).unwrap();
             assert_eq!(p as usize % (1 << 16), 0);
             free(DriverKind::Gpu, p).unwrap();
+        }
+    }
+
+    fn import_fd_chain(fd: c_int) -> ze_external_memory_import_fd_t {
+        // SAFETY: plain-C descriptor, fully initialised below.
+        let mut d: ze_external_memory_import_fd_t = unsafe { std::mem::zeroed() };
+        d.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD;
+        d.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+        d.fd = fd;
+        d
+    }
+
+    /// Importing something that is not a dma-buf (a regular file, an empty or short memfd) is
+    /// refused, as by a real driver, instead of being mapped (and, for a short one, SIGBUS later).
+    #[test]
+    fn fd_import_accepts_only_dma_bufs_of_sufficient_size() {
+        use std::os::fd::AsRawFd;
+        let path = std::env::temp_dir().join(format!("vl0-import-{}", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(8192).unwrap();
+        let d = import_fd_chain(file.as_raw_fd());
+        let c = &d as *const _ as *const c_void;
+        // SAFETY: one-entry chains; fds owned and closed below.
+        unsafe {
+            assert_eq!(allocate(req(DriverKind::Npu, 4096, 0), &[c]), Err(ZE_RESULT_ERROR_INVALID_ARGUMENT), "a file");
+            drop(file);
+            let _ = std::fs::remove_file(&path);
+            let m = libc::memfd_create(c"vl0-test".as_ptr(), libc::MFD_CLOEXEC);
+            assert!(m >= 0);
+            let d = import_fd_chain(m);
+            let c = &d as *const _ as *const c_void;
+            assert_eq!(allocate(req(DriverKind::Npu, 4096, 0), &[c]), Err(ZE_RESULT_ERROR_INVALID_SIZE), "empty");
+            assert_eq!(libc::ftruncate(m, 4096), 0);
+            let p = allocate(req(DriverKind::Npu, 4096, 0), &[c]).unwrap();
+            *(p as *mut u8) = 1;
+            free(DriverKind::Npu, p).unwrap();
+            libc::close(m);
+        }
+    }
+
+    /// A sysmem import of memory that is not mapped (already freed) is refused, as a real driver's
+    /// page pinning fails, instead of crashing at first use.
+    #[test]
+    fn sysmem_import_of_unmapped_memory_is_refused() {
+        // SAFETY: our own mapping, unmapped before the import attempt.
+        unsafe {
+            let m = libc::mmap(
+                std::ptr::null_mut(),
+                8192,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(m, libc::MAP_FAILED);
+            let d = stypes::ExternalMemmapSysmemExtDesc {
+                stype: stypes::EXTERNAL_MEMMAP_SYSMEM_EXT_DESC,
+                pNext: std::ptr::null(),
+                pSystemMemory: m,
+                size: 8192,
+            };
+            let c = &d as *const _ as *const c_void;
+            let p = allocate(req(DriverKind::Npu, 8192, 0), &[c]).unwrap();
+            assert_eq!(p, m);
+            free(DriverKind::Npu, p).unwrap();
+            libc::munmap((m as *mut u8).add(4096).cast(), 4096);
+            assert_eq!(allocate(req(DriverKind::Npu, 8192, 0), &[c]), Err(ZE_RESULT_ERROR_INVALID_ARGUMENT));
+            libc::munmap(m, 4096);
         }
     }
 }
