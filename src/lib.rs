@@ -192,7 +192,9 @@
 //! - [`CardPath::from_npu`] returns [`ErrorKind::Unsupported`] `{ path: "card path" }`, whose
 //!   message says the above and names the strategies that work;
 //! - [`sycl::Context::from_level_zero`] probes the context on each device before the runtime sees
-//!   it, so the forced call is an [`ErrorKind::Sycl`] error rather than a later crash.
+//!   it, so on the virtual platform the forced call is an [`ErrorKind::Sycl`] error rather than a
+//!   later crash. A context of another driver stays outside that `unsafe` fn's contract: on real
+//!   drivers the probe itself hands the NPU driver a GPU device handle.
 //!
 //! Instead, keep your own SYCL context on the iGPU and give the NPU your memory: as a dma-buf
 //! ([`DmaBuf`]) or as page-aligned USM ([`CpuVa`]), or let [`Auto`] choose. Proved by

@@ -103,7 +103,8 @@ impl Context {
     /// Before calling the runtime, the shim checks that `devices` is a non-empty list of Level Zero
     /// devices of one platform and probes the context with a 1-byte `zeMemAllocDevice` per device, so a
     /// context of another driver (for example the NPU plugin's `L0_CONTEXT`) is an `Err` rather than a
-    /// crash at teardown (adapter v1).
+    /// crash at teardown (adapter v1) where the loader rejects the foreign device handle (the virtual
+    /// platform's does). It is still outside the contract below: a real driver may not check.
     ///
     /// # Safety
     /// - `ze_context` must be a valid, live Level Zero context created (by `zeContextCreate` or a
