@@ -248,8 +248,18 @@ sycl::context make_level_zero_context(std::uintptr_t ze_context, const std::vect
 
 sycl::context make_device_context(const sycl::device& d) { return sycl::context(d); }
 
+namespace {
+// DPC++'s default async_handler prints the exceptions and calls std::terminate(), from inside
+// wait_and_throw(). This one rethrows the first, so queue_wait() reports asynchronous errors (a failed
+// command, an exception from a host_task) as an ordinary exception.
+void rethrow_first_async_error(sycl::exception_list errors) {
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+} // namespace
+
 sycl::queue make_in_order_queue(const sycl::context& ctx, const sycl::device& dev) {
-  return sycl::queue(ctx, dev, sycl::property_list{sycl::property::queue::in_order{}});
+  return sycl::queue(ctx, dev, rethrow_first_async_error, sycl::property_list{sycl::property::queue::in_order{}});
 }
 
 // ---- USM -----------------------------------------------------------------------------------------

@@ -116,7 +116,8 @@ sycl::context make_level_zero_context(std::uintptr_t ze_context, const std::vect
 void check_context_accepts_devices(std::uintptr_t ze_context, const std::vector<sycl::device>& devices);
 /// A plain (SYCL-created) context of one device.
 sycl::context make_device_context(const sycl::device& d);
-/// An in-order queue on `ctx` and `dev`.
+/// An in-order queue on `ctx` and `dev`. Its async_handler rethrows the first asynchronous error from
+/// queue_wait() (DPC++'s default handler would call std::terminate()).
 sycl::queue make_in_order_queue(const sycl::context& ctx, const sycl::device& dev);
 
 // ---- USM -----------------------------------------------------------------------------------------

@@ -118,6 +118,26 @@ void dma_buf(const sycl::context& ctx, const sycl::device& dev) {
   close(memfd);  // only after the release
 }
 
+// An asynchronous error (here an exception from a host_task: host tasks are not kernels, so host-only
+// code can submit them) is an exception from queue_wait(), not std::terminate() from DPC++'s default
+// async_handler; the queue stays usable.
+void async_errors_are_exceptions(const sycl::context& ctx, const sycl::device& dev) {
+  sycl::queue q = nsb::make_in_order_queue(ctx, dev);
+  q.submit([](sycl::handler& h) { h.host_task([] { throw std::runtime_error("async failure"); }); });
+  bool threw = false;
+  try {
+    nsb::queue_wait(q);
+  } catch (const std::runtime_error& e) {
+    threw = std::string(e.what()) == "async failure";
+  }
+  CHECK(threw);
+  nsb::queue_wait(q);
+  {
+    sycl::queue unwaited = nsb::make_in_order_queue(ctx, dev);
+    unwaited.submit([](sycl::handler& h) { h.host_task([] { throw std::runtime_error("never waited for"); }); });
+  }  // destroyed with the error pending: no terminate either
+}
+
 int gpu() {
   sycl::device dev = the_gpu();
   // A plain context, then the same ze_context wrapped again with ownership::keep.
@@ -132,6 +152,7 @@ int gpu() {
     dma_buf(kept, dev);
   }
   usm_round_trips(plain, dev);  // keep left the context alive
+  async_errors_are_exceptions(plain, dev);
   // Argument errors are exceptions, not crashes.
   bool threw = false;
   try {
