@@ -1,16 +1,14 @@
 //! The card path: a SYCL context made from the NPU's own Level Zero context, `malloc_shared` in it,
 //! and that memory given to the NPU as CPU_VA.
 
-use std::ffi::c_void;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{sizes, Parts, SharedTensor, StrategyKind};
+use super::{Parts, SharedTensor, StrategyKind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::level_zero;
-use crate::npu::{NpuContext, PAGE_SIZE};
-use crate::openvino::{ElementType, KeepAlive, Shape, TensorType};
-use crate::sycl::{self, DeviceType, Platform, Queue, UsmBuffer, UsmKind};
+use crate::npu::NpuContext;
+use crate::openvino::{ElementType, Shape, TensorType};
+use crate::sycl::{self, DeviceType, Platform, Queue, UsmKind};
 
 /// **The card path** (the forum snippet): take the NPU plugin's Level Zero context
 /// ([`NpuContext::level_zero_context`]), find the SYCL platform of its driver, make a SYCL context
@@ -44,8 +42,9 @@ use crate::sycl::{self, DeviceType, Platform, Queue, UsmBuffer, UsmKind};
 ///   holds the `Arc<level_zero::Context>` as its keep-alive (for the NPU's context that `Arc`
 ///   keeps the OpenVINO remote context, and so the Core, alive). Nothing here ever destroys it,
 ///   and the SYCL context cannot outlive it.
-/// - Each tensor's [`UsmBuffer`] lives in the NPU remote tensor's keep-alive; it holds the SYCL
-///   context. `sycl::free` runs after OpenVINO and every request let go of the tensor.
+/// - Each tensor's [`UsmBuffer`](crate::sycl::UsmBuffer) lives in the NPU remote tensor's
+///   keep-alive; it holds the SYCL context. `sycl::free` runs after OpenVINO and every request let
+///   go of the tensor.
 #[derive(Debug)]
 pub struct CardPath {
     parts: Parts,
@@ -116,27 +115,14 @@ impl CardPath {
         shape: impl Into<Shape>,
         tensor_type: TensorType,
     ) -> Result<SharedTensor> {
-        let shape = shape.into();
-        let (_, len) = sizes(element_type, &shape)?;
-        let mut buf = UsmBuffer::new(&self.parts.context, &self.parts.device, UsmKind::Shared, len, PAGE_SIZE)?;
-        let ptr = NonNull::new(sycl::SyclMemory::as_mut_ptr(&mut buf)).expect("a UsmBuffer is never null");
-        let owner: KeepAlive = Arc::new(buf);
-        // SAFETY: `ptr` is a live shared-USM allocation of `len` bytes owned by `owner`, which the
-        // tensor keeps alive until OpenVINO and every request let go of it; the buffer was moved
-        // into `owner`, so it is reached only through the SharedTensor's guarded copies and the
-        // tensor's checked views.
-        let tensor = unsafe {
-            self.parts.npu.cpu_va_tensor_from_raw(
-                ptr.as_ptr().cast::<c_void>(),
-                len,
-                Some(owner),
-                element_type,
-                shape,
-                tensor_type,
-            )
-        }
-        .map_err(|e| e.context("card path: the NPU's CPU_VA import of the shared USM"))?;
-        self.parts.shared(tensor, StrategyKind::CardPath, ptr, len)
+        self.parts.usm_cpu_va_tensor(
+            StrategyKind::CardPath,
+            UsmKind::Shared,
+            element_type,
+            shape.into(),
+            tensor_type,
+            Some("card path: the NPU's CPU_VA import of the shared USM"),
+        )
     }
 
     /// The Level Zero context the SYCL context was made from.

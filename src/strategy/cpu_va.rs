@@ -1,15 +1,13 @@
 //! CPU_VA: page-aligned SYCL host or shared USM of the iGPU's context, imported by the NPU as
 //! system memory.
 
-use std::ffi::c_void;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::{sizes, Parts, SharedTensor, StrategyKind};
+use super::{Parts, SharedTensor, StrategyKind};
 use crate::error::{Error, Result};
-use crate::npu::{NpuContext, PAGE_SIZE};
-use crate::openvino::{ElementType, KeepAlive, Shape, TensorType};
-use crate::sycl::{self, SyclMemory, UsmBuffer, UsmKind};
+use crate::npu::NpuContext;
+use crate::openvino::{ElementType, Shape, TensorType};
+use crate::sycl::{self, UsmKind};
 
 /// **CPU_VA**: SYCL USM of your (iGPU) context — `aligned_alloc_host` or `aligned_alloc_shared`
 /// with alignment 4096 and the byte size rounded up to 4096 — given to the NPU as a CPU_VA remote
@@ -35,9 +33,10 @@ use crate::sycl::{self, SyclMemory, UsmBuffer, UsmKind};
 /// read back); `TensorType` does not change the caching of imported memory.
 ///
 /// # Who owns what
-/// The [`UsmBuffer`] moves into the NPU remote tensor's keep-alive; it holds the SYCL context, and
-/// `sycl::free` runs only after OpenVINO and every request let go of the tensor. Your SYCL context
-/// and device are only borrowed (the strategy keeps an `Arc` of the context).
+/// The [`UsmBuffer`](crate::sycl::UsmBuffer) moves into the NPU remote tensor's keep-alive; it
+/// holds the SYCL context, and `sycl::free` runs only after OpenVINO and every request let go of
+/// the tensor. Your SYCL context and device are only borrowed (the strategy keeps an `Arc` of the
+/// context).
 #[derive(Debug)]
 pub struct CpuVa {
     parts: Parts,
@@ -90,29 +89,7 @@ impl CpuVa {
         shape: impl Into<Shape>,
         tensor_type: TensorType,
     ) -> Result<SharedTensor> {
-        let shape = shape.into();
-        let (_, len) = sizes(element_type, &shape)?;
-        let mut buf = UsmBuffer::new(&self.parts.context, &self.parts.device, self.usm, len, PAGE_SIZE)?;
-        let ptr = NonNull::new(buf.as_mut_ptr()).expect("a UsmBuffer is never null");
-        if ptr.as_ptr() as usize % PAGE_SIZE != 0 {
-            return Err(Error::alignment("CPU_VA pointer (SYCL USM)", PAGE_SIZE, ptr.as_ptr() as usize));
-        }
-        let owner: KeepAlive = Arc::new(buf);
-        // SAFETY: `ptr` is a live host-accessible USM allocation of `len` bytes owned by `owner`,
-        // which the tensor keeps alive until OpenVINO and every request let go of it; the buffer
-        // was moved into `owner`, so it is reached only through the SharedTensor's guarded copies
-        // and the tensor's checked views.
-        let tensor = unsafe {
-            self.parts.npu.cpu_va_tensor_from_raw(
-                ptr.as_ptr().cast::<c_void>(),
-                len,
-                Some(owner),
-                element_type,
-                shape,
-                tensor_type,
-            )
-        }?;
-        self.parts.shared(tensor, StrategyKind::CpuVa, ptr, len)
+        self.parts.usm_cpu_va_tensor(StrategyKind::CpuVa, self.usm, element_type, shape.into(), tensor_type, None)
     }
 
     parts_accessors! {

@@ -128,6 +128,7 @@ mod cpu_va;
 mod dma_buf;
 mod npu_to_sycl;
 
+use std::ffi::c_void;
 use std::fmt;
 use std::mem::size_of_val;
 use std::ptr::NonNull;
@@ -141,8 +142,8 @@ pub use self::npu_to_sycl::{NpuToSycl, NPU_TO_SYCL_ZERO_COPY};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::npu::{self, NpuContext, PAGE_SIZE};
-use crate::openvino::{ElementType, RemoteTensor, Shape, TensorBytesMut, TensorType};
-use crate::sycl::{self, Pod, Queue, SyclMemory};
+use crate::openvino::{ElementType, KeepAlive, RemoteTensor, Shape, TensorBytesMut, TensorType};
+use crate::sycl::{self, Pod, Queue, SyclMemory, UsmBuffer, UsmKind};
 
 /// The four ways a SYCL buffer and an NPU tensor can share memory, in [`Auto`]'s order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -612,6 +613,46 @@ impl Parts {
             context: Arc::clone(&self.context),
             npu: self.npu.clone(),
         })
+    }
+
+    /// A shared tensor over USM of kind `usm` (aligned to 4096, the byte size rounded up to 4096)
+    /// that the NPU imports as CPU_VA: what [`CardPath`] (shared USM) and [`CpuVa`] make.
+    /// `import_context` prefixes the errors of the NPU's import.
+    pub(crate) fn usm_cpu_va_tensor(
+        &self,
+        kind: StrategyKind,
+        usm: UsmKind,
+        element_type: ElementType,
+        shape: Shape,
+        tensor_type: TensorType,
+        import_context: Option<&str>,
+    ) -> Result<SharedTensor> {
+        let (_, len) = sizes(element_type, &shape)?;
+        let mut buf = UsmBuffer::new(&self.context, &self.device, usm, len, PAGE_SIZE)?;
+        let ptr = NonNull::new(buf.as_mut_ptr()).expect("a UsmBuffer is never null");
+        if ptr.as_ptr() as usize % PAGE_SIZE != 0 {
+            return Err(Error::alignment("CPU_VA pointer (SYCL USM)", PAGE_SIZE, ptr.as_ptr() as usize));
+        }
+        let owner: KeepAlive = Arc::new(buf);
+        // SAFETY: `ptr` is a live host-accessible USM allocation of `len` bytes owned by `owner`,
+        // which the tensor keeps alive until OpenVINO and every request let go of it; the buffer
+        // was moved into `owner`, so it is reached only through the SharedTensor's guarded copies
+        // and the tensor's checked views.
+        let tensor = unsafe {
+            self.npu.cpu_va_tensor_from_raw(
+                ptr.as_ptr().cast::<c_void>(),
+                len,
+                Some(owner),
+                element_type,
+                shape,
+                tensor_type,
+            )
+        }
+        .map_err(|e| match import_context {
+            Some(c) => e.context(c),
+            None => e,
+        })?;
+        self.shared(tensor, kind, ptr, len)
     }
 
     /// The probe every strategy runs: a 4 KiB `u8` tensor; a pattern written by SYCL must be what
