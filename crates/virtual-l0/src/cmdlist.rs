@@ -546,8 +546,17 @@ impl CommandList {
             let _g = self.lock(); // in order with other appends to this list
             return run_recorded(self.driver, &r);
         }
-        self.lock().commands.push(r);
+        let mut st = self.lock();
+        // The NPU driver refuses appends to a closed list (`checkCommandAppendCondition`).
+        if st.closed && self.driver == DriverKind::Npu {
+            return ZE_RESULT_ERROR_NOT_AVAILABLE;
+        }
+        st.commands.push(r);
         ZE_RESULT_SUCCESS
+    }
+    /// Whether `zeCommandListClose` was called since creation or the last reset.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
     }
     /// The id the next appended command will get (its index).
     pub fn next_command_id(&self) -> u64 {

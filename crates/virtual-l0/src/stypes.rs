@@ -29,6 +29,11 @@ pub const MUTABLE_COMMAND_ID_EXP_DESC: u32 = 0x0002_0017;
 pub const MUTABLE_COMMANDS_EXP_DESC: u32 = 0x0002_0018;
 /// `ze_mutable_graph_argument_exp_desc_t`.
 pub const MUTABLE_GRAPH_ARGUMENT_EXP_DESC: u32 = 0x0002_0020;
+/// The graph extension's older stype for the same structure (still accepted by the NPU driver).
+pub const MUTABLE_GRAPH_ARGUMENT_EXP_DESC_DEPRECATED: u32 = 0x7;
+/// `ZE_MUTABLE_COMMAND_EXP_FLAG_GRAPH_ARGUMENT_DEPRECATED` (graph extension) and
+/// `ZE_MUTABLE_COMMAND_EXP_FLAG_GRAPH_ARGUMENTS` (core 1.32): the only flags the NPU driver takes.
+pub const MUTABLE_COMMAND_EXP_FLAGS_GRAPH: [u32; 2] = [1 << 6, 1 << 7];
 /// `ze_event_pool_counter_based_exp_desc_t` (tolerated, nothing to do: execution is synchronous).
 pub const EVENT_POOL_COUNTER_BASED_EXP_DESC: u32 = 0x0002_0014;
 

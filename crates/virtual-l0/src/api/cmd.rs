@@ -29,9 +29,22 @@ fn check_queue(driver: objects::DriverKind, ordinal: u32, index: u32) -> ZeResul
 }
 
 /// Appends `cmd` with the call's signal event and wait list.
+/// On an NPU list, `[ptr, ptr + size)` must lie inside one allocation or import of the NPU driver:
+/// the NPU reaches only memory mapped through its driver (linux-npu-driver looks the buffer object
+/// up at append time and fails with `err` when there is none).
+fn npu_memory(driver: objects::DriverKind, ptr: *const c_void, size: usize, err: ze_result_t) -> ZeResult {
+    if driver != objects::DriverKind::Npu {
+        return Ok(());
+    }
+    match crate::memory::lookup(driver, ptr) {
+        Some(i) if (ptr as usize).saturating_add(size) <= i.base + i.size.max(1) => Ok(()),
+        _ => Err(err),
+    }
+}
+
 unsafe fn append(
     list: ze_command_list_handle_t,
-    cmd: impl FnOnce() -> ZeResult<Command>,
+    cmd: impl FnOnce(objects::DriverKind) -> ZeResult<Command>,
     signal: ze_event_handle_t,
     n: u32,
     waits: *mut ze_event_handle_t,
@@ -40,7 +53,7 @@ unsafe fn append(
     let l = unsafe { command_list_from(list) }?;
     // SAFETY: as above.
     let (signal, waits) = unsafe { collect_events(l.driver(), signal, n, waits) }?;
-    let cmd = cmd()?;
+    let cmd = cmd(l.driver())?;
     match l.append_with_events(cmd, signal, waits) {
         ZE_RESULT_SUCCESS => Ok(()),
         e => Err(e),
@@ -218,25 +231,31 @@ ze_api! {
     }
     fn zeCommandListAppendBarrier(l: ze_command_list_handle_t, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) {
         // SAFETY: caller's handles.
-        unsafe { append(l, || Ok(Command::Barrier), signal, n, waits) }
+        unsafe { append(l, |_| Ok(Command::Barrier), signal, n, waits) }
     }
     fn zeCommandListAppendMemoryRangesBarrier(l: ze_command_list_handle_t, _nr: u32, _sizes: *const usize, _ranges: *mut *const c_void, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) {
         // SAFETY: caller's handles.
-        unsafe { append(l, || Ok(Command::Barrier), signal, n, waits) }
+        unsafe { append(l, |_| Ok(Command::Barrier), signal, n, waits) }
     }
     fn zeCommandListAppendMemoryCopy(l: ze_command_list_handle_t, dst: *mut c_void, src: *const c_void, size: usize, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) {
         if size > 0 && (dst.is_null() || src.is_null()) {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
+        let cmd = |driver| {
+            // linux-npu-driver: a pointer outside its buffer objects fails the copy command's creation.
+            npu_memory(driver, src, size, ZE_RESULT_ERROR_UNINITIALIZED)?;
+            npu_memory(driver, dst, size, ZE_RESULT_ERROR_UNINITIALIZED)?;
+            Ok(Command::Copy { dst: dst as usize, src: src as usize, size })
+        };
         // SAFETY: caller's handles.
-        unsafe { append(l, || Ok(Command::Copy { dst: dst as usize, src: src as usize, size }), signal, n, waits) }
+        unsafe { append(l, cmd, signal, n, waits) }
     }
     fn zeCommandListAppendMemoryCopyFromContext(l: ze_command_list_handle_t, dst: *mut c_void, _src_ctx: ze_context_handle_t, src: *const c_void, size: usize, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) {
         if size > 0 && (dst.is_null() || src.is_null()) {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
         // SAFETY: caller's handles.
-        unsafe { append(l, || Ok(Command::Copy { dst: dst as usize, src: src as usize, size }), signal, n, waits) }
+        unsafe { append(l, |_| Ok(Command::Copy { dst: dst as usize, src: src as usize, size }), signal, n, waits) }
     }
     fn zeCommandListAppendMemoryCopyRegion(
         l: ze_command_list_handle_t, dst: *mut c_void, dst_region: *const ze_copy_region_t, dst_pitch: u32, dst_slice: u32,
@@ -262,7 +281,7 @@ ze_api! {
             src_pitch: [src_pitch as usize, src_slice as usize],
         };
         // SAFETY: caller's handles.
-        unsafe { append(l, || Ok(cmd), signal, n, waits) }
+        unsafe { append(l, |_| Ok(cmd), signal, n, waits) }
     }
     fn zeCommandListAppendMemoryFill(l: ze_command_list_handle_t, dst: *mut c_void, pattern: *const c_void, psize: usize, size: usize, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) {
         if dst.is_null() || pattern.is_null() {
@@ -274,8 +293,18 @@ ze_api! {
         }
         // SAFETY: the caller's pattern of psize bytes.
         let pat = unsafe { std::slice::from_raw_parts(pattern as *const u8, psize) }.to_vec();
+        let cmd = |driver| {
+            if driver == objects::DriverKind::Npu {
+                // linux-npu-driver: pattern sizes 1, 2 and 4 only; the destination must be its memory.
+                if !matches!(psize, 1 | 2 | 4) {
+                    return Err(ZE_RESULT_ERROR_INVALID_SIZE);
+                }
+                npu_memory(driver, dst, size, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)?;
+            }
+            Ok(Command::Fill { dst: dst as usize, pattern: pat, size })
+        };
         // SAFETY: caller's handles.
-        unsafe { append(l, || Ok(Command::Fill { dst: dst as usize, pattern: pat, size }), signal, n, waits) }
+        unsafe { append(l, cmd, signal, n, waits) }
     }
     fn zeCommandListAppendMemoryPrefetch(l: ze_command_list_handle_t, _ptr: *const c_void, _size: usize) {
         // SAFETY: handle validated.
@@ -291,7 +320,7 @@ ze_api! {
         same_driver(lo.driver(), e)?;
         let st = e.state.clone();
         // SAFETY: caller's handles.
-        unsafe { append(l, move || Ok(Command::SignalEvent(st)), std::ptr::null_mut(), 0, std::ptr::null_mut()) }
+        unsafe { append(l, move |_| Ok(Command::SignalEvent(st)), std::ptr::null_mut(), 0, std::ptr::null_mut()) }
     }
     fn zeCommandListAppendWaitOnEvents(l: ze_command_list_handle_t, n: u32, evs: *mut ze_event_handle_t) {
         // SAFETY: handles validated; the caller's array of n events.
@@ -299,7 +328,7 @@ ze_api! {
         // SAFETY: as above.
         let (_, es) = unsafe { collect_events(lo.driver(), std::ptr::null_mut(), n, evs) }?;
         // SAFETY: caller's handle.
-        unsafe { append(l, move || Ok(Command::WaitEvents(es)), std::ptr::null_mut(), 0, std::ptr::null_mut()) }
+        unsafe { append(l, move |_| Ok(Command::WaitEvents(es)), std::ptr::null_mut(), 0, std::ptr::null_mut()) }
     }
     fn zeCommandListAppendEventReset(l: ze_command_list_handle_t, ev: ze_event_handle_t) {
         // SAFETY: handles validated.
@@ -307,33 +336,52 @@ ze_api! {
         same_driver(lo.driver(), e)?;
         let st = e.state.clone();
         // SAFETY: caller's handle.
-        unsafe { append(l, move || Ok(Command::ResetEvent(st)), std::ptr::null_mut(), 0, std::ptr::null_mut()) }
+        unsafe { append(l, move |_| Ok(Command::ResetEvent(st)), std::ptr::null_mut(), 0, std::ptr::null_mut()) }
     }
     fn zeCommandListAppendWriteGlobalTimestamp(l: ze_command_list_handle_t, dst: *mut u64, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) {
         if dst.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
         // SAFETY: caller's handles.
-        unsafe { append(l, || Ok(Command::WriteTimestamp { dst: dst as usize }), signal, n, waits) }
+        let cmd = |driver| {
+            npu_memory(driver, dst.cast(), 8, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)?;
+            Ok(Command::WriteTimestamp { dst: dst as usize })
+        };
+        // SAFETY: caller's handles.
+        unsafe { append(l, cmd, signal, n, waits) }
     }
     fn zeCommandListGetNextCommandIdExp(l: ze_command_list_handle_t, desc: *const ze_mutable_command_id_exp_desc_t, id: *mut u64) {
         // SAFETY: handle validated; caller's descriptor and out-parameter.
-        let (lo, _, id) = unsafe { (command_list_from(l)?, input(desc)?, out(id)?) };
+        let (lo, d, id) = unsafe { (command_list_from(l)?, input(desc)?, out(id)?) };
+        // As the NPU driver: only on a mutable list that is still open, for graph arguments.
+        if lo.driver() == objects::DriverKind::Npu
+            && (!lo.mutable || lo.is_closed() || !stypes::MUTABLE_COMMAND_EXP_FLAGS_GRAPH.contains(&d.flags))
+        {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
         *id = lo.next_command_id();
         Ok(())
     }
-    /// Walks the whole chain; `ze_mutable_graph_argument_exp_desc_t` entries patch graph
-    /// arguments, other entries are skipped.
+    /// Walks the whole chain; every entry must be a `ze_mutable_graph_argument_exp_desc_t` (either
+    /// stype) and patches a graph argument: an unknown entry or an empty chain is
+    /// `ZE_RESULT_ERROR_INVALID_ARGUMENT`, as in the NPU driver, which also wants a mutable list and
+    /// `flags` 0.
     fn zeCommandListUpdateMutableCommandsExp(l: ze_command_list_handle_t, desc: *const ze_mutable_commands_exp_desc_t) {
         // SAFETY: handle validated; caller's descriptor.
         let (lo, d) = unsafe { (command_list_from(l)?, input(desc)?) };
+        if lo.driver() == objects::DriverKind::Npu && (!lo.mutable || d.flags != 0) {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
         // SAFETY: the descriptor's chain.
-        for e in unsafe { chain(d.pNext) } {
-            if e.stype == stypes::MUTABLE_GRAPH_ARGUMENT_EXP_DESC {
-                // SAFETY: stype says ze_mutable_graph_argument_exp_desc_t.
-                let g = unsafe { &*(e.ptr as *const stypes::MutableGraphArgumentExpDesc) };
-                lo.update_graph_argument(g.commandId, g.argIndex, g.pArgValue as usize)?;
-            }
+        let entries = unsafe { chain(d.pNext) };
+        let graph_arg = |s| s == stypes::MUTABLE_GRAPH_ARGUMENT_EXP_DESC || s == stypes::MUTABLE_GRAPH_ARGUMENT_EXP_DESC_DEPRECATED;
+        if entries.is_empty() || !entries.iter().all(|e| graph_arg(e.stype)) {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
+        for e in entries {
+            // SAFETY: stype says ze_mutable_graph_argument_exp_desc_t.
+            let g = unsafe { &*(e.ptr as *const stypes::MutableGraphArgumentExpDesc) };
+            lo.update_graph_argument(g.commandId, g.argIndex, g.pArgValue as usize)?;
         }
         Ok(())
     }
@@ -703,5 +751,91 @@ mod tests {
             tx.send(()).unwrap();
         });
         rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the submitting thread hung on its own event");
+    }
+
+    /// The NPU driver's (linux-npu-driver) append rules: memory must be the NPU driver's, fill
+    /// patterns of 1, 2 or 4 bytes, no appends to a closed list, command ids and updates only on
+    /// open / mutable lists with graph-argument flags and entries.
+    #[test]
+    fn npu_lists_follow_the_npu_driver_rules() {
+        let (c, d) = context(DriverKind::Npu);
+        // SAFETY: plain-C descriptors; valid handles, buffers and out-parameters throughout.
+        unsafe {
+            let hd: ze_host_mem_alloc_desc_t = std::mem::zeroed();
+            let mut m = null_mut();
+            assert_eq!(crate::api::memory::zeMemAllocHost(c, &hd, 4096, 0, &mut m), ZE_RESULT_SUCCESS);
+            let mut mcl: ze_mutable_command_list_exp_desc_t = std::mem::zeroed();
+            mcl.stype = ZE_STRUCTURE_TYPE_MUTABLE_COMMAND_LIST_EXP_DESC;
+            let mut ld: ze_command_list_desc_t = std::mem::zeroed();
+            ld.pNext = &mcl as *const _ as *const c_void;
+            let mut l = null_mut();
+            assert_eq!(zeCommandListCreate(c, d, &ld, &mut l), ZE_RESULT_SUCCESS);
+            let (_, plain) = list(c, d, 0);
+
+            let mut host = [0u8; 64];
+            let h = host.as_mut_ptr() as *mut c_void;
+            let copy = |dst, src, n| zeCommandListAppendMemoryCopy(l, dst, src, n, null_mut(), 0, null_mut());
+            assert_eq!(copy(m, h, 64), ZE_RESULT_ERROR_UNINITIALIZED, "source is not NPU memory");
+            assert_eq!(copy(h, m, 64), ZE_RESULT_ERROR_UNINITIALIZED, "destination is not NPU memory");
+            assert_eq!(copy(m, m.cast::<u8>().add(4000).cast(), 200), ZE_RESULT_ERROR_UNINITIALIZED, "past the end");
+            assert_eq!(copy(m.cast::<u8>().add(2048).cast(), m, 2048), ZE_RESULT_SUCCESS);
+            let pat = [0u8; 8];
+            let fill = |dst, ps, n| {
+                zeCommandListAppendMemoryFill(l, dst, pat.as_ptr().cast(), ps, n, null_mut(), 0, null_mut())
+            };
+            assert_eq!(fill(m, 8, 64), ZE_RESULT_ERROR_INVALID_SIZE, "NPU patterns are 1, 2 or 4 bytes");
+            assert_eq!(fill(h, 4, 64), ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
+            assert_eq!(fill(m, 4, 64), ZE_RESULT_SUCCESS);
+            assert_eq!(
+                zeCommandListAppendWriteGlobalTimestamp(l, h.cast(), null_mut(), 0, null_mut()),
+                ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
+            );
+
+            let mut idd: ze_mutable_command_id_exp_desc_t = std::mem::zeroed();
+            let mut id = 0u64;
+            assert_eq!(zeCommandListGetNextCommandIdExp(l, &idd, &mut id), ZE_RESULT_ERROR_INVALID_ARGUMENT, "flags 0");
+            idd.flags = ZE_MUTABLE_COMMAND_EXP_FLAG_GRAPH_ARGUMENTS;
+            assert_eq!(
+                zeCommandListGetNextCommandIdExp(plain, &idd, &mut id),
+                ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                "not mutable"
+            );
+            assert_eq!(zeCommandListGetNextCommandIdExp(l, &idd, &mut id), ZE_RESULT_SUCCESS);
+            assert_eq!(id, 2);
+
+            let mut ud: ze_mutable_commands_exp_desc_t = std::mem::zeroed();
+            assert_eq!(zeCommandListUpdateMutableCommandsExp(l, &ud), ZE_RESULT_ERROR_INVALID_ARGUMENT, "no updates");
+            let unknown = ze_base_desc_t { stype: 0x1234, pNext: null_mut() };
+            ud.pNext = &unknown as *const _ as *const c_void;
+            assert_eq!(
+                zeCommandListUpdateMutableCommandsExp(l, &ud),
+                ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                "unknown entry"
+            );
+            ud.pNext = null_mut();
+            ud.flags = 1;
+            assert_eq!(zeCommandListUpdateMutableCommandsExp(l, &ud), ZE_RESULT_ERROR_INVALID_ARGUMENT, "flags");
+            ud.flags = 0;
+            assert_eq!(
+                zeCommandListUpdateMutableCommandsExp(plain, &ud),
+                ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                "not mutable"
+            );
+
+            assert_eq!(zeCommandListClose(l), ZE_RESULT_SUCCESS);
+            assert_eq!(copy(m.cast::<u8>().add(2048).cast(), m, 16), ZE_RESULT_ERROR_NOT_AVAILABLE, "closed");
+            assert_eq!(zeCommandListGetNextCommandIdExp(l, &idd, &mut id), ZE_RESULT_ERROR_INVALID_ARGUMENT, "closed");
+            assert_eq!(zeCommandListReset(l), ZE_RESULT_SUCCESS);
+            assert_eq!(copy(m.cast::<u8>().add(2048).cast(), m, 16), ZE_RESULT_SUCCESS, "open again");
+
+            let mut n = 1u32;
+            let mut g: ze_command_queue_group_properties_t = std::mem::zeroed();
+            assert_eq!(
+                crate::api::device::zeDeviceGetCommandQueueGroupProperties(d, &mut n, &mut g),
+                ZE_RESULT_SUCCESS
+            );
+            assert_eq!(g.maxMemoryFillPatternSize, 4);
+            assert_eq!(crate::api::memory::zeMemFree(c, m), ZE_RESULT_SUCCESS);
+        }
     }
 }

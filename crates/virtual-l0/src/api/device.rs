@@ -128,7 +128,8 @@ ze_api! {
             let d = device_from(h)?;
             enumerate(count, props, 1, |_, p| {
                 p.flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
-                p.maxMemoryFillPatternSize = 128;
+                // The NPU driver takes fill patterns of 1, 2 and 4 bytes only.
+                p.maxMemoryFillPatternSize = match d.driver() { DriverKind::Gpu => 128, DriverKind::Npu => 4 };
                 p.numQueues = match d.driver() { DriverKind::Gpu => 4, DriverKind::Npu => 1 };
             })
         }
