@@ -105,6 +105,10 @@ ze_api! {
             if l.is_immediate() || l.ordinal != q.ordinal {
                 return Err(ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE);
             }
+            // The NPU driver runs only closed lists ("Commands are not closed" → UNINITIALIZED).
+            if l.driver() == objects::DriverKind::Npu && !l.is_closed() {
+                return Err(ZE_RESULT_ERROR_UNINITIALIZED);
+            }
             ls.push(l);
         }
         let busy = q.inflight.enter();
@@ -389,6 +393,10 @@ ze_api! {
     fn zeFenceCreate(q: ze_command_queue_handle_t, desc: *const ze_fence_desc_t, o: *mut ze_fence_handle_t) {
         // SAFETY: handle validated; caller's descriptor and out-parameter.
         let (qo, d, o) = unsafe { (queue_from(q)?, input(desc)?, out(o)?) };
+        // The NPU driver checks the descriptor's stype.
+        if qo.driver() == objects::DriverKind::Npu && d.stype != ZE_STRUCTURE_TYPE_FENCE_DESC {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
         let state = Arc::new(EventState::default());
         if d.flags & ZE_FENCE_FLAG_SIGNALED != 0 {
             state.signal();
@@ -827,6 +835,21 @@ mod tests {
             assert_eq!(zeCommandListGetNextCommandIdExp(l, &idd, &mut id), ZE_RESULT_ERROR_INVALID_ARGUMENT, "closed");
             assert_eq!(zeCommandListReset(l), ZE_RESULT_SUCCESS);
             assert_eq!(copy(m.cast::<u8>().add(2048).cast(), m, 16), ZE_RESULT_SUCCESS, "open again");
+            let (_, q) = queue(c, d, 0, 0);
+            let mut fd: ze_fence_desc_t = std::mem::zeroed();
+            let mut f = null_mut();
+            assert_eq!(zeFenceCreate(q, &fd, &mut f), ZE_RESULT_ERROR_INVALID_ARGUMENT, "fence desc stype");
+            fd.stype = ZE_STRUCTURE_TYPE_FENCE_DESC;
+            assert_eq!(zeFenceCreate(q, &fd, &mut f), ZE_RESULT_SUCCESS);
+            let mut ll = l;
+            assert_eq!(
+                zeCommandQueueExecuteCommandLists(q, 1, &mut ll, f),
+                ZE_RESULT_ERROR_UNINITIALIZED,
+                "not closed"
+            );
+            assert_eq!(zeCommandListClose(l), ZE_RESULT_SUCCESS);
+            assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut ll, f), ZE_RESULT_SUCCESS);
+            assert_eq!(zeFenceHostSynchronize(f, u64::MAX), ZE_RESULT_SUCCESS);
 
             let mut n = 1u32;
             let mut g: ze_command_queue_group_properties_t = std::mem::zeroed();
