@@ -1,4 +1,6 @@
-//! Helpers shared by the integration tests: compile a reference model, run it, compare.
+//! Helpers shared by the integration tests: compile a reference model, run it, compare;
+//! [`child`]: the SYCL tests' child-process harness; [`npu`]: the NPU tests' setup on the virtual
+//! platform.
 #![allow(dead_code)]
 
 pub mod child;
