@@ -90,6 +90,9 @@ mod sycl {
         println!("cargo:rustc-link-lib=dylib:+verbatim={name}");
         // Test binaries, examples and the doctor find libsycl without LD_LIBRARY_PATH.
         println!("cargo:rustc-link-arg=-Wl,-rpath,{}", found.lib_dir.display());
+        // Cargo passes link arguments on to no other package: a dependent's binaries get the rpath from
+        // their own build script, which reads this as DEP_NPU_SYCL_BRIDGE_SYCL_LIB_DIR (`links`).
+        println!("cargo:sycl_lib_dir={}", found.lib_dir.display());
         println!("cargo:rustc-env=NPU_SYCL_BRIDGE_SYCL_LIB_DIR={}", found.lib_dir.display());
     }
 }
