@@ -136,7 +136,8 @@ impl Context {
             }
         };
         let sycl_devices = devices.iter().map(Device::open).collect::<Result<Vec<_>>>()?;
-        let raw = bridge::make_level_zero_context(ze_context as usize, &locations, own)
+        // SAFETY: the handle's validity, driver and ownership are this function's contract.
+        let raw = unsafe { bridge::make_level_zero_context(ze_context as usize, &locations, own) }
             .map_err(sycl_error("Context::from_level_zero"))?;
         Ok(Arc::new(Context {
             raw,

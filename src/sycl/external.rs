@@ -141,7 +141,9 @@ impl ImportedMemory {
         }
         context.check_deferred()?;
         let (device_slot, sd) = context.sycl_device(device)?;
-        let raw = bridge::import_dma_buf(fd.as_raw_fd(), len, sd, context.raw())
+        // SAFETY: `fd` is owned here and stays open until after the import is released in `Drop`
+        // (it is a field of the result), or until this returns on error.
+        let raw = unsafe { bridge::import_dma_buf(fd.as_raw_fd(), len, sd, context.raw()) }
             .map_err(sycl_error("import_external_memory / map_external_linear_memory"))?;
         let ptr = NonNull::new(bridge::imported_ptr(&raw))
             .ok_or_else(|| Error::sycl("map_external_linear_memory returned nullptr"))?;

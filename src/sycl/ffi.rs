@@ -11,7 +11,8 @@
 //! (`imported_ptr`, `imported_size`) only read a field. Destructors of the opaque types release
 //! reference-counted SYCL handles and do not throw.
 //!
-//! Raw pointers cross as `*mut u8`; native Level Zero handles cross as `usize`.
+//! Raw pointers cross as `*mut u8`; native Level Zero handles cross as `usize`. A function that
+//! acts on a raw pointer, handle or fd is `unsafe` (lookups that only compare values are not).
 
 #[cxx::bridge(namespace = "npu_sycl_bridge::rs")]
 pub(crate) mod bridge {
@@ -126,7 +127,8 @@ pub(crate) mod bridge {
         // ---- contexts and queues ----
         /// `make_context<ext_oneapi_level_zero>({ze_context, devices, ownership})`, after checking
         /// that the devices are Level Zero devices of one platform and that the context accepts them.
-        fn make_level_zero_context(
+        /// Unsafe: `ze_context` is a raw handle (see `Context::from_level_zero`).
+        unsafe fn make_level_zero_context(
             ze_context: usize,
             devices: &[DeviceLocation],
             ownership: Ownership,
@@ -165,7 +167,8 @@ pub(crate) mod bridge {
         unsafe fn free_exportable_device_mem(ptr: *mut u8, device: &SyclDevice, context: &SyclContext) -> Result<()>;
         /// Imports and maps `size` bytes of the dma-buf `fd` (which stays owned by the caller and must
         /// stay open until `release_imported` has returned).
-        fn import_dma_buf(
+        /// Unsafe: `fd` is a raw fd number.
+        unsafe fn import_dma_buf(
             fd: i32,
             size: usize,
             device: &SyclDevice,
