@@ -11,6 +11,10 @@ fn main() {
         "CMPLR_ROOT",
         "ONEAPI_ROOT",
         "NPU_SYCL_BRIDGE_HOME",
+        // The provisioned prefix's default location (native_finder::project_home).
+        "XDG_CACHE_HOME",
+        "HOME",
+        "DOCS_RS",
         "PATH",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -87,6 +91,10 @@ mod sycl {
         for f in sources.iter().chain(headers.iter()) {
             println!("cargo:rerun-if-changed={f}");
         }
+        // A new runtime in the same place (`cargo xtask setup` after a pin change) recompiles the shim
+        // against its headers instead of linking the old build to the new libsycl.
+        println!("cargo:rerun-if-changed={}", include.join("sycl/version.hpp").display());
+        println!("cargo:rerun-if-changed={}", found.library.display());
         println!("cargo:rustc-link-search=native={}", found.lib_dir.display());
         let name = found.library.file_name().unwrap().to_string_lossy().into_owned();
         println!("cargo:rustc-link-lib=dylib:+verbatim={name}");
