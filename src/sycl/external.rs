@@ -143,12 +143,25 @@ impl ImportedMemory {
         let (device_slot, sd) = context.sycl_device(device)?;
         // SAFETY: `fd` is owned here and stays open until after the import is released in `Drop`
         // (it is a field of the result), or until this returns on error.
-        let raw = unsafe { bridge::import_dma_buf(fd.as_raw_fd(), len, sd, context.raw()) }
+        let mut raw = unsafe { bridge::import_dma_buf(fd.as_raw_fd(), len, sd, context.raw()) }
             .map_err(sycl_error("import_external_memory / map_external_linear_memory"))?;
-        let ptr = NonNull::new(bridge::imported_ptr(&raw))
-            .ok_or_else(|| Error::sycl("map_external_linear_memory returned nullptr"))?;
-        debug_assert_eq!(bridge::imported_size(&raw), len);
-        Ok(ImportedMemory { raw, ptr, len, device_slot, device: device.clone(), fd, context: Arc::clone(context) })
+        let (p, size) = (bridge::imported_ptr(&raw), bridge::imported_size(&raw));
+        match NonNull::new(p) {
+            Some(ptr) if size == len => Ok(ImportedMemory {
+                raw,
+                ptr,
+                len,
+                device_slot,
+                device: device.clone(),
+                fd,
+                context: Arc::clone(context),
+            }),
+            _ => {
+                // Not a usable mapping: release the import before the fd closes (no leak on this path).
+                let _ = bridge::release_imported(raw.pin_mut(), sd, context.raw());
+                Err(Error::sycl(format!("map_external_linear_memory returned {p:p} for {size} of {len} bytes")))
+            }
+        }
     }
 
     /// The imported fd (still owned by this value).
