@@ -119,8 +119,10 @@ impl NpuContext {
     /// - `ptr` is valid for reads and writes of `byte_len` bytes, and stays valid until
     ///   `keepalive` is dropped (or, with `None`, until the tensor, its clones and every request
     ///   that bound it are dropped);
-    /// - nothing else accesses the memory while an inference using the tensor runs, and no Rust
-    ///   reference to it is alive while the tensor's host views or the device write it.
+    /// - nothing else accesses the memory while an inference using the tensor runs, no Rust
+    ///   reference to it is alive while the tensor's host views or the device write it, and nothing
+    ///   else writes it while a host view of the tensor ([`RemoteTensor::host_data`] and friends) is
+    ///   alive.
     pub unsafe fn cpu_va_tensor_from_raw(
         &self,
         ptr: *mut c_void,
