@@ -428,10 +428,14 @@ ze_api! {
     fn zeEventPoolCreate(ctx: ze_context_handle_t, desc: *const ze_event_pool_desc_t, ndev: u32, devs: *mut ze_device_handle_t, o: *mut ze_event_pool_handle_t) {
         // SAFETY: handle validated; caller's descriptor and out-parameter.
         let (c, d, o) = unsafe { (context_from(ctx)?, input(desc)?, out(o)?) };
-        if d.count == 0 {
+        // The spec's parameter checks.
+        if d.count == 0 || (ndev > 0 && devs.is_null()) {
             return Err(ZE_RESULT_ERROR_INVALID_SIZE);
         }
-        if ndev > 0 && !devs.is_null() {
+        if d.flags > 0xf {
+            return Err(ZE_RESULT_ERROR_INVALID_ENUMERATION);
+        }
+        if ndev > 0 {
             for i in 0..ndev as usize {
                 // SAFETY: the caller provides ndev device handles.
                 unsafe { device_in(c.driver(), *devs.add(i)) }?;
@@ -598,6 +602,20 @@ mod tests {
             assert_eq!(zeFenceQueryStatus(f2), ZE_RESULT_NOT_READY, "nothing ran");
             assert_eq!(zeCommandQueueExecuteCommandLists(q2, 1, &mut l, f2), ZE_RESULT_SUCCESS);
             assert_eq!(zeFenceQueryStatus(f2), ZE_RESULT_SUCCESS);
+        }
+    }
+
+    #[test]
+    fn event_pool_parameter_checks() {
+        let (c, _) = context(DriverKind::Gpu);
+        // SAFETY: plain-C descriptor; valid handle and out-parameter.
+        unsafe {
+            let mut pd: ze_event_pool_desc_t = std::mem::zeroed();
+            pd.count = 1;
+            let mut p = null_mut();
+            assert_eq!(zeEventPoolCreate(c, &pd, 1, null_mut(), &mut p), ZE_RESULT_ERROR_INVALID_SIZE);
+            pd.flags = 0x10;
+            assert_eq!(zeEventPoolCreate(c, &pd, 0, null_mut(), &mut p), ZE_RESULT_ERROR_INVALID_ENUMERATION);
         }
     }
 

@@ -50,6 +50,10 @@ ze_api! {
         if desc.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
+        // The spec: `(nullptr == phDevices) && (0 < numDevices)` is INVALID_SIZE, not "all devices".
+        if n > 0 && devs.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_SIZE);
+        }
         // SAFETY: caller's pointers.
         unsafe { create(h, n, devs, o) }
     }
@@ -118,6 +122,17 @@ mod tests {
             assert!(crate::memory::lookup(DriverKind::Gpu, keep).is_some(), "another context's memory stays");
             assert_eq!(zeMemFree(other, keep), ZE_RESULT_SUCCESS);
             assert_eq!(zeContextDestroy(other), ZE_RESULT_SUCCESS);
+        }
+    }
+
+    #[test]
+    fn context_create_ex_with_a_count_and_no_devices_is_invalid_size() {
+        // SAFETY: plain-C descriptor; valid handle and out-parameter.
+        unsafe {
+            let desc: ze_context_desc_t = std::mem::zeroed();
+            let mut c = std::ptr::null_mut();
+            let d = driver(DriverKind::Npu).handle();
+            assert_eq!(zeContextCreateEx(d, &desc, 1, std::ptr::null_mut(), &mut c), ZE_RESULT_ERROR_INVALID_SIZE);
         }
     }
 }
