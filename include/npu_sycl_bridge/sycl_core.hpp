@@ -107,12 +107,18 @@ NativeQueue native_queue(const sycl::queue& q);
 /// The devices must be Level Zero devices of one platform, and ze_context must have been created on
 /// that platform's driver. The runtime checks neither (adapter v1 then crashes at teardown; see
 /// dpcpp-level-zero.md), so this function checks the device list (non-empty, Level Zero, one
-/// platform) and probes the context with check_context_accepts_devices() before make_context.
+/// platform) and probes the context with check_context_accepts_devices() before make_context (which
+/// turns a context of another driver into an exception only where drivers check handles: see there).
 sycl::context make_level_zero_context(std::uintptr_t ze_context, const std::vector<sycl::device>& devices,
                                       Ownership ownership);
 /// Probes each device with zeMemAllocDevice(ze_context, size 1) + zeMemFree, through the Level Zero
 /// loader already loaded in the process (skipped if there is none). Throws std::invalid_argument if the
-/// context rejects a device (a context of another driver). make_level_zero_context calls it.
+/// context rejects a device. make_level_zero_context calls it.
+///
+/// It catches a context of another driver only where that driver (or the loader) rejects a foreign
+/// device handle, as the virtual platform does. A real driver need not check: the call hands it the
+/// other driver's device handle, which is undefined behaviour there. So never pass a context of another
+/// driver on real hardware; the probe is a safety net, not a test of that.
 void check_context_accepts_devices(std::uintptr_t ze_context, const std::vector<sycl::device>& devices);
 /// A plain (SYCL-created) context of one device.
 sycl::context make_device_context(const sycl::device& d);
