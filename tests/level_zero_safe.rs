@@ -8,9 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use npu_sycl_bridge::level_zero::{
-    Context, Device, DeviceType, Driver, ExternalMemoryTypes, HostMemFlags, MemoryKind, INTEL_NPU_DRIVER_UUID,
+    Context, DeviceType, Driver, ExternalMemoryTypes, HostMemFlags, MemoryKind, INTEL_NPU_DRIVER_UUID,
 };
 use npu_sycl_bridge::ErrorKind;
+
+mod common;
+
+/// The first device of a type, with its driver.
+use common::npu::l0_device as find;
 
 /// The virtual platform: activated first in every test.
 mod vp {
@@ -39,17 +44,6 @@ fn counter(name: &str) -> u64 {
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-fn find(kind: DeviceType) -> (Driver, Device) {
-    for driver in Driver::all().unwrap() {
-        for device in driver.devices().unwrap() {
-            if device.properties().unwrap().device_type == kind {
-                return (driver, device);
-            }
-        }
-    }
-    panic!("no {kind:?} device on the virtual platform");
 }
 
 #[test]

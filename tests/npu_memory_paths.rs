@@ -10,7 +10,7 @@ use std::ffi::c_void;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver, L0Allocation, MemoryKind};
+use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation, MemoryKind};
 use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::npu::{dup_fd, NpuContext, PageAlignedBuffer};
 use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, MemType, Properties, RemoteTensor, Tensor, TensorType};
@@ -18,7 +18,7 @@ use npu_sycl_bridge::ErrorKind;
 
 mod common;
 
-use common::npu::{core, counter, open_fds, other_input, vp, NpuAndCpu};
+use common::npu::{core, counter, l0_device, open_fds, other_input, vp, NpuAndCpu};
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -45,15 +45,8 @@ struct Gpu {
 }
 
 fn gpu() -> Gpu {
-    vp();
-    for driver in Driver::all().unwrap() {
-        for device in driver.devices().unwrap() {
-            if device.properties().unwrap().device_type == DeviceType::Gpu {
-                return Gpu { ctx: Arc::new(Context::create(driver).unwrap()), device };
-            }
-        }
-    }
-    panic!("no virtual GPU");
+    let (driver, device) = l0_device(DeviceType::Gpu);
+    Gpu { ctx: Arc::new(Context::create(driver).unwrap()), device }
 }
 
 impl Gpu {

@@ -91,7 +91,7 @@ mod inner {
     };
     use npu_sycl_bridge::ErrorKind;
 
-    use super::common::npu::{core, counter, open_fds, other_input, vp, NpuAndCpu};
+    use super::common::npu::{core, counter, l0_device, open_fds, other_input, vp, NpuAndCpu};
     use super::CHILD_ENV;
 
     fn child() -> bool {
@@ -143,14 +143,7 @@ mod inner {
 
     /// The virtual GPU's Level Zero driver, found through the Level Zero layer.
     fn gpu_driver() -> l0::Driver {
-        for driver in l0::Driver::all().unwrap() {
-            for device in driver.devices().unwrap() {
-                if device.properties().unwrap().device_type == l0::DeviceType::Gpu {
-                    return driver;
-                }
-            }
-        }
-        panic!("no virtual GPU driver");
+        l0_device(l0::DeviceType::Gpu).0
     }
 
     /// The graph-argument counter that proves the NPU ran on imported memory of this strategy.

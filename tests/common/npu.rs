@@ -4,6 +4,7 @@
 
 use std::sync::OnceLock;
 
+use npu_sycl_bridge::level_zero::{Device, DeviceType, Driver};
 use npu_sycl_bridge::models::ReferenceModel;
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, InferRequest, Properties, Tensor};
@@ -33,6 +34,19 @@ pub fn core() -> &'static Core {
         vp();
         Core::new().unwrap()
     })
+}
+
+/// The first Level Zero device of type `kind` (the virtual GPU or NPU), with its driver.
+pub fn l0_device(kind: DeviceType) -> (Driver, Device) {
+    vp();
+    for driver in Driver::all().unwrap() {
+        for device in driver.devices().unwrap() {
+            if device.properties().unwrap().device_type == kind {
+                return (driver, device);
+            }
+        }
+    }
+    panic!("no {kind:?} device on the virtual platform");
 }
 
 /// A different input: the sample input scaled by -1 (every value stays a multiple of 1/16).
