@@ -18,12 +18,25 @@ pub fn run(codegen: bool) -> Result<(), String> {
     if codegen {
         debs.extend(pins.section("debian")?.get("codegen").cloned().unwrap_or_default());
     }
+    // python3-venv only serves `python3 -m venv` with Debian's own python3, and only until the prefix exists.
+    if has_pip(&native_finder::provisioned_prefix()) || !system_python() {
+        debs.retain(|p| p != "python3-venv");
+    }
     debian_packages(&debs)?;
     pypi_runtimes(&pins)?;
     if codegen {
         level_zero_headers(&pins)?;
     }
     Ok(())
+}
+
+/// Whether `python3` on PATH is the distribution's (under /usr), rather than pyenv's, conda's or a
+/// self-built one that brings its own venv support.
+fn system_python() -> bool {
+    std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).map(|d| d.join("python3")).find(|p| p.is_file()))
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .is_some_and(|p| p.starts_with("/usr/"))
 }
 
 fn installed(pkg: &str) -> bool {
