@@ -19,7 +19,9 @@ pub fn run(codegen: bool) -> Result<(), String> {
         debs.extend(pins.section("debian")?.get("codegen").cloned().unwrap_or_default());
     }
     // python3-venv only serves `python3 -m venv` with Debian's own python3, and only until the prefix exists.
-    if has_pip(&native_finder::provisioned_prefix()) || !system_python() {
+    // (A stamp is written only into a prefix whose pip worked: checking it first keeps the cached run fast.)
+    let prefix = native_finder::provisioned_prefix();
+    if !system_python() || prefix.join(STAMP).is_file() || has_pip(&prefix) {
         debs.retain(|p| p != "python3-venv");
     }
     debian_packages(&debs)?;
