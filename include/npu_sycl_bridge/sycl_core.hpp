@@ -29,7 +29,9 @@ enum class UsmKind : std::uint8_t { unknown = 0, host = 1, device = 2, shared = 
 
 /// sycl::ext::oneapi::level_zero::ownership of a native handle given to make_context.
 enum class Ownership : std::uint8_t {
-  /// SYCL owns the handle from now on and calls zeContextDestroy when the last copy is released.
+  /// SYCL owns the handle from now on and calls zeContextDestroy when the last copy is released. If
+  /// make_level_zero_context throws, whether SYCL took it is unspecified: treat it as given away (never
+  /// destroy it yourself; at worst it leaks).
   transfer = 0,
   /// The caller keeps the handle; SYCL never destroys it. The caller must destroy it only after the
   /// sycl::context and everything made from it are gone.
