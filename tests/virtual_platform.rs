@@ -850,8 +850,8 @@ fn concurrent_threads_and_cross_thread_event_waits() {
         ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
         let mut l: ze_command_list_handle_t = std::ptr::null_mut();
         ok(a.zeCommandListCreate(ctx, dev, &ld, &mut l), "list");
-        let done = Box::leak(Box::new(std::sync::atomic::AtomicBool::new(false)));
-        let flag = Box::leak(Box::new([0u8; 1]));
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut flag = Box::new([0u8; 1]);
         let one = [1u8];
         ok(a.zeCommandListAppendWaitOnEvents(l, 1, &mut { e }), "wait");
         ok(
@@ -867,7 +867,7 @@ fn concurrent_threads_and_cross_thread_event_waits() {
             "copy",
         );
         ok(a.zeCommandListClose(l), "close");
-        let (q_u, l_u, done_r) = (q as usize, l as usize, &*done);
+        let (q_u, l_u, done_r) = (q as usize, l as usize, done.clone());
         let runner = std::thread::spawn(move || {
             let mut l = l_u as ze_command_list_handle_t;
             ok(

@@ -5,6 +5,9 @@
 //! - `test`: `setup`, build the virtual Level Zero platform, run the whole suite
 //!   (`cargo test --workspace --features sycl`), then the C++/CMake tests (ctest).
 //! - `example`: `setup`, build the virtual platform, run `examples/forum_port.rs`.
+//! - `valgrind`: the virtual platform's own tests (its unit tests and `tests/virtual_platform.rs`,
+//!   child processes included) under valgrind's leak checker; fails on any definite or indirect leak
+//!   or memory error. Not part of `test` (valgrind multiplies run time).
 //! - `codegen`: regenerate `crates/level-zero-sys/src/generated.rs` (needs libclang; fetched by
 //!   `setup --codegen`).
 
@@ -24,8 +27,11 @@ fn main() -> ExitCode {
         "test" => test(rest),
         "example" => example(rest),
         "codegen" => setup::run(true).and_then(|_| codegen::run()),
+        "valgrind" => valgrind(),
         _ => {
-            eprintln!("usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | example | codegen>");
+            eprintln!(
+                "usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | example | valgrind | codegen>"
+            );
             return if task == "help" { ExitCode::SUCCESS } else { ExitCode::from(2) };
         }
     };
@@ -151,6 +157,50 @@ fn example(extra: &[String]) -> Result<(), String> {
     cmd.args(["run", "--quiet", "--features", "sycl", "--example", "forum_port", "--"]);
     cmd.args(extra);
     run_cmd(&mut cmd)
+}
+
+fn valgrind() -> Result<(), String> {
+    setup::run(false)?;
+    build_virtual_platform()?;
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        return Err("valgrind is not installed (apt-get install valgrind)".into());
+    }
+    let mut exes = test_executables(&["--package", "virtual-l0", "--lib"])?;
+    exes.extend(test_executables(&["--package", "npu-sycl-bridge", "--test", "virtual_platform"])?);
+    for exe in exes {
+        run_cmd(
+            Command::new("valgrind")
+                .args(["--quiet", "--leak-check=full", "--show-leak-kinds=definite,indirect"])
+                .args(["--errors-for-leak-kinds=definite,indirect", "--error-exitcode=9", "--trace-children=yes"])
+                // Children are the test binary itself (child-process tests); compilers a test runs are not ours.
+                .arg("--trace-children-skip=/usr/bin/*,/bin/*")
+                .arg(&exe)
+                .arg("--test-threads=2"),
+        )?;
+    }
+    Ok(())
+}
+
+/// The test executables `cargo test --no-run <args>` builds (from cargo's JSON messages).
+fn test_executables(args: &[&str]) -> Result<Vec<PathBuf>, String> {
+    let out = cargo()
+        .args(["test", "--no-run", "--message-format=json"])
+        .args(args)
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cargo test --no-run: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo test --no-run {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
+    }
+    let exes: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| json_string_field(line, "executable"))
+        .map(PathBuf::from)
+        .collect();
+    if exes.is_empty() {
+        return Err(format!("cargo test --no-run {} built no test executable", args.join(" ")));
+    }
+    Ok(exes)
 }
 
 #[cfg(test)]
