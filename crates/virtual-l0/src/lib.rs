@@ -14,6 +14,8 @@
 //! - [`cmdlist`]: command lists, queues, fences, events and the synchronous executor.
 //! - [`counters`], [`faults`]: the control ABI (`vl0_counter`, `vl0_fault_inject`, `vl0_fault_clear`).
 //! - [`api`]: the exported Level Zero entry points, by area.
+//! - [`profile`]: the laptop profile in force (`VL0_PROFILE`): every value that differs between
+//!   Lunar, Meteor, Arrow and Panther Lake.
 //! - [`npu`]: the NPU extensions (graph, driver_npu, ...): owned by the NPU half of the project.
 //!
 //! OpenVINO is never linked into this library; the NPU module loads it at run time.
@@ -31,4 +33,5 @@ pub mod faults;
 pub mod memory;
 pub mod npu;
 pub mod objects;
+pub mod profile;
 pub mod stypes;

@@ -1,20 +1,33 @@
-//! Per-driver allocation registries backed by real memory.
+//! Per-driver allocation registries backed by real memory, with each driver's import and export
+//! rules as the real drivers implement them.
 //!
-//! Each driver has its own registry (so the NPU sees SYCL USM as foreign, which is what makes
-//! CPU_VA import of SYCL memory work). Entries are found by range, so interior pointers resolve;
-//! every entry gets a unique, non-zero, stable `id`; the page size is 4096. A pointer the driver
-//! does not own is `ZE_MEMORY_TYPE_UNKNOWN` with id 0 (the API layer answers SUCCESS for it).
+//! Each driver has its own registry (so the NPU sees SYCL USM as foreign). Entries are found by
+//! range, so interior pointers resolve; every entry gets a unique, non-zero, stable `id` (one
+//! process-wide counter, as linux-npu-driver's buffer-object ids); the page size is 4096. NPU
+//! entries also carry the NPU-side address the real driver reports from `zeMemGetAddressRange`
+//! (`device_va`, a separate address space).
 //!
 //! Backing, chosen from the allocation's `pNext` chain:
 //! - plain: zeroed heap memory (`std::alloc`), alignment `max(requested, 64)`, 4096 for ≥ 4 KiB;
-//! - exportable (`ze_external_memory_export_desc_t`, DMA_BUF or OPAQUE_FD): `memfd_create` +
-//!   `ftruncate` + `mmap(MAP_SHARED)`; [`export_fd`] hands out `dup(memfd)`, which the caller owns;
-//! - fd import (`ze_external_memory_import_fd_t`): `mmap(MAP_SHARED)` of the caller's fd for exactly
-//!   the requested size; freeing unmaps our mapping only, the fd stays the caller's;
-//! - sysmem import (`ze_external_memmap_sysmem_ext_desc_t`, 0x00020037): the caller's pointer itself
-//!   (zero copy); pointer and size must be multiples of 4096, else
-//!   `ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT` (the spec's code for an alignment the device does not
-//!   support); freeing forgets the range and never touches the memory.
+//! - exportable (`ze_external_memory_export_desc_t`): `memfd_create` + `mmap(MAP_SHARED)`. GPU: the
+//!   export query returns the driver's one fd for the allocation, the same number every time, and
+//!   `zeMemFree` closes it (compute-runtime `DrmAllocation::peekInternalHandle` caches it,
+//!   `Context::freeMem` closes it). NPU: each query returns a new fd the caller owns
+//!   (linux-npu-driver `VPUBufferObject::exportToFd`).
+//! - fd import (`ze_external_memory_import_fd_t`): only fds this platform exported are dma-bufs (a
+//!   real PRIME import refuses memfds, files, pipes). NPU: flags exactly `DMA_BUF`, the whole buffer
+//!   mapped whatever the size asked, every failure `OUT_OF_DEVICE_MEMORY`, and two imports of one
+//!   buffer in one context share one handle, so freeing one breaks the other (linux-npu-driver
+//!   `VPUBufferObject::importFromFd`, `Context::importMemory`). GPU: the fd is closed after a
+//!   successful import where the profile's compute-runtime does (26.14.37833 on).
+//! - sysmem import (`ze_external_memmap_sysmem_ext_desc_t`, 0x00020037): the caller's pointer
+//!   itself, pinned as the kernel pins it (`ivpu_bo_create_from_userptr_ioctl`:
+//!   `pin_user_pages_fast(FOLL_LONGTERM)`), so: NPU 40xx+ with userptr only (else
+//!   `UNSUPPORTED_FEATURE`); a start inside an existing allocation of the context →
+//!   `INVALID_ARGUMENT`; pages that cannot be pinned long-term → `OUT_OF_DEVICE_MEMORY`: unmapped
+//!   pages, driver mappings (GPU USM is a GEM-object mmap, `VM_PFNMAP|VM_IO`), read-only pages for a
+//!   writable import, writable non-shmem file mappings. `ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED`
+//!   makes the import read-only for the NPU (`DRM_IVPU_BO_READ_ONLY`).
 //!
 //! Crate API: [`lookup`] (`driver, ptr → Option<AllocInfo>`), [`allocate`], [`free`], [`export_fd`],
 //! [`live`].
@@ -30,8 +43,34 @@ use std::sync::{Mutex, OnceLock};
 
 /// Page size reported for every allocation.
 pub const PAGE: usize = 4096;
-/// Largest single allocation (`maxMemAllocSize`).
+/// Largest single GPU allocation (`maxMemAllocSize`); the NPU's limit is the system's RAM.
 pub const MAX_ALLOC: usize = 4 << 30;
+/// `maxMemAllocSize` as each driver reports it on this profile: NPU, the system's RAM
+/// (linux-npu-driver `device.cpp`); Xe-LPG, 4 GiB - 8 KiB; Xe2+, 94 % of RAM less 450 MiB
+/// (compute-runtime `device_caps.cpp`, `getGlobalMemorySize`), at most [`MAX_ALLOC`] here.
+pub fn max_alloc(driver: DriverKind) -> u64 {
+    match driver {
+        DriverKind::Npu => total_ram(),
+        DriverKind::Gpu if crate::profile::current().gpu_xe2_or_later => {
+            ((total_ram() as f64 * 0.94) as u64).saturating_sub(450 << 20).min(MAX_ALLOC as u64) & !(PAGE as u64 - 1)
+        }
+        DriverKind::Gpu => 0xFFFF_E000,
+    }
+}
+
+/// Total system RAM in bytes (0 if unknown).
+pub fn total_ram() -> u64 {
+    // SAFETY: plain-old-data out-parameter, written by sysinfo.
+    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: si is a valid out-parameter.
+    if unsafe { libc::sysinfo(&mut si) } != 0 {
+        return 0;
+    }
+    si.totalram as u64 * si.mem_unit as u64
+}
+
+/// Where the NPU-side addresses of NPU allocations start (the NPU's own address space).
+const NPU_VA_BASE: u64 = 0x1_0000_0000;
 
 /// `ze_memory_type_t` of an allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,12 +114,20 @@ pub struct AllocInfo {
     pub context: usize,
     /// How it came to be.
     pub origin: Origin,
+    /// The NPU may only read it (a write-combined sysmem import).
+    pub read_only: bool,
+    /// NPU allocations: the NPU-side address (`zeMemGetAddressRange`'s base); 0 on the GPU.
+    pub device_va: u64,
+    /// An NPU dma-buf import whose shared handle another import of the same buffer has closed.
+    pub poisoned: bool,
 }
 
 enum Backing {
     Heap { ptr: *mut u8, layout: Layout },
-    Memfd { fd: c_int, map: *mut c_void, len: usize },
-    Mapped { map: *mut c_void, len: usize },
+    /// `inode` identifies the memfd, so `Drop` can tell whether `fd` is still ours.
+    Memfd { fd: c_int, inode: (u64, u64), map: *mut c_void, len: usize },
+    /// Our mapping of an imported dma-buf; `inode` is the buffer's identity.
+    Mapped { map: *mut c_void, len: usize, inode: (u64, u64) },
     Borrowed,
 }
 
@@ -92,15 +139,22 @@ impl Drop for Backing {
         match *self {
             // SAFETY: allocated with this layout by `allocate`, freed once.
             Backing::Heap { ptr, layout } => unsafe { std::alloc::dealloc(ptr, layout) },
-            Backing::Memfd { fd, map, len } => {
-                // SAFETY: our own mapping and our own fd; the caller's dups stay open.
-                unsafe {
-                    libc::munmap(map, len);
-                    libc::close(fd);
+            Backing::Memfd { fd, inode, map, len } => {
+                // SAFETY: our own mapping.
+                unsafe { libc::munmap(map, len) };
+                // The GPU hands this very fd out as its export: a caller that closed it (or whose
+                // number now names another file) misused it. The real driver would close whatever
+                // the number names; here that is counted and the stranger's fd left alone.
+                if fd_inode(fd) == Some(inode) {
+                    // SAFETY: still our own fd.
+                    unsafe { libc::close(fd) };
+                } else {
+                    crate::counters::add("gpu.export_fd_misuse", 1);
+                    eprintln!("[virtual GPU] zeMemFree: the exported dma-buf fd {fd} was closed by someone else (it is the driver's; dup it to keep one)");
                 }
             }
             // SAFETY: our own mapping of the caller's fd; the fd is not ours to close.
-            Backing::Mapped { map, len } => unsafe {
+            Backing::Mapped { map, len, .. } => unsafe {
                 libc::munmap(map, len);
             },
             Backing::Borrowed => {}
@@ -136,6 +190,22 @@ pub fn lookup(driver: DriverKind, ptr: *const c_void) -> Option<AllocInfo> {
     reg.range(..=(p, u64::MAX)).rev().take(64).map(|(_, r)| r.info).find(|i| p >= i.base && p < i.base + i.size.max(1))
 }
 
+/// The allocation of `driver` made on context `ctx` containing `ptr`: how the NPU driver looks memory
+/// up (per context: linux-npu-driver `vpu_device_context.cpp` `findBufferObject`).
+pub fn lookup_in(driver: DriverKind, ctx: usize, ptr: *const c_void) -> Option<AllocInfo> {
+    let p = ptr as usize;
+    if p == 0 {
+        return None;
+    }
+    let reg = lock(driver);
+    reg.range(..=(p, u64::MAX))
+        .rev()
+        .map(|(_, r)| r.info)
+        .filter(|i| i.context == ctx)
+        .take(64)
+        .find(|i| p >= i.base && p < i.base + i.size.max(1))
+}
+
 /// Number of live registry entries of `driver` (imports included).
 pub fn live(driver: DriverKind) -> usize {
     lock(driver).len()
@@ -145,29 +215,72 @@ fn round_up(n: usize, to: usize) -> usize {
     n.div_ceil(to) * to
 }
 
-fn errno() -> c_int {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+
+/// `(st_dev, st_ino)` and size of the file `fd` names, if it is open.
+fn fd_stat(fd: c_int) -> Option<((u64, u64), u64)> {
+    // SAFETY: plain-old-data, fully written by fstat before use.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: st is a valid out-parameter; fstat checks fd itself.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then(|| ((st.st_dev, st.st_ino), st.st_size as u64))
 }
 
-/// Whether every page of `[p, p + len)` is mapped in this process.
-fn mapped(p: usize, len: usize) -> bool {
-    let start = p & !(PAGE - 1);
-    let pages = (p + len).div_ceil(PAGE) - start / PAGE;
-    let mut v = vec![0u8; pages];
-    // SAFETY: v has one byte per page of the range; mincore only reports residency and fails with
-    // ENOMEM when part of the range is not mapped.
-    unsafe { libc::mincore(start as *mut c_void, pages * PAGE, v.as_mut_ptr()) == 0 }
+fn fd_inode(fd: c_int) -> Option<(u64, u64)> {
+    fd_stat(fd).map(|(i, _)| i)
 }
 
-/// Whether `fd` is a dma-buf or a memfd (what this platform's exports are), per `/proc/self/fd`.
-fn is_dma_buf_like(fd: c_int) -> bool {
-    match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
-        Ok(t) => {
-            let t = t.to_string_lossy();
-            t.starts_with("/memfd:") || t.starts_with("/dmabuf:") || t.starts_with("anon_inode:dmabuf")
-        }
-        Err(_) => false,
+/// The buffers this platform's drivers created as exportable (dma-buf) memory, by inode: the only
+/// memfds that count as dma-bufs. An entry stays while any fd or mapping of it may exist.
+fn exported() -> std::sync::MutexGuard<'static, std::collections::HashSet<(u64, u64)>> {
+    static S: OnceLock<Mutex<std::collections::HashSet<(u64, u64)>>> = OnceLock::new();
+    S.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `fd` is a dma-buf: one of our exports, or a real dma-buf (`/proc/self/fd` link).
+fn is_dma_buf(fd: c_int) -> bool {
+    if fd_inode(fd).is_some_and(|i| exported().contains(&i)) {
+        return true;
     }
+    std::fs::read_link(format!("/proc/self/fd/{fd}")).is_ok_and(|t| {
+        let t = t.to_string_lossy();
+        t.starts_with("/dmabuf:") || t.starts_with("anon_inode:dmabuf")
+    })
+}
+
+/// Whether the kernel could pin `[p, p + len)` long-term for the NPU (`pin_user_pages_fast` with
+/// `FOLL_LONGTERM`, plus `FOLL_WRITE` unless `read_only`), judged from `/proc/self/maps`: every
+/// page mapped; writable unless `read_only`; not a writable mapping of a regular file (long-term
+/// write pins of non-shmem file pages are refused); not a device mapping.
+fn pinnable(p: usize, len: usize, read_only: bool) -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
+    let (start, end) = (p & !(PAGE - 1), round_up(p + len, PAGE));
+    let mut covered = start;
+    for line in maps.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms)) = (f.next(), f.next()) else { continue };
+        let path = f.nth(3).unwrap_or("");
+        let Some((a, b)) = range.split_once('-') else { continue };
+        let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else { continue };
+        if b <= covered || a >= end {
+            continue;
+        }
+        if a > covered {
+            return false; // a hole: unmapped pages
+        }
+        let writable = perms.as_bytes().get(1) == Some(&b'w');
+        let shared = perms.as_bytes().get(3) == Some(&b's');
+        let shmem = path.starts_with("/memfd:") || path.starts_with("/dev/shm/") || path.starts_with("/dev/zero");
+        let file = path.starts_with('/') && !shmem;
+        let device = path.starts_with("/dev/") && !shmem;
+        // A private writable file mapping is pinned through copy-on-write (anonymous pages): fine.
+        if (!read_only && !writable) || device || (file && writable && shared) {
+            return false;
+        }
+        covered = b;
+        if covered >= end {
+            return true;
+        }
+    }
+    false
 }
 
 /// Maps `fd` shared and read-write at an address aligned to `align` (≥ 4096).
@@ -223,7 +336,106 @@ pub struct Request {
     pub size: usize,
     /// Requested alignment (0 = default).
     pub align: usize,
+    /// `ze_host_mem_alloc_flags_t` of the host descriptor (0 without one).
+    pub host_flags: u32,
 }
+
+/// What a descriptor chain asks for.
+#[derive(Default)]
+struct Extensions {
+    export: bool,
+    import_fd: Option<c_int>,
+    sysmem: Option<(usize, usize)>,
+}
+
+/// Reads the allocation extensions of `chains`. The NPU driver looks only at the first entry of
+/// each chain and takes exactly `DMA_BUF` (linux-npu-driver `api/ze_memory.cpp`: else
+/// `INVALID_ENUMERATION`); the GPU walks the chain and takes `DMA_BUF` or `OPAQUE_FD` alone
+/// (compute-runtime `properties_parser.h`: else `UNSUPPORTED_ENUMERATION`).
+///
+/// # Safety
+/// Every chain is valid per [`chain`].
+unsafe fn extensions(driver: DriverKind, chains: &[*const c_void]) -> ZeResult<Extensions> {
+    let flags_ok = |flags: u32| match driver {
+        DriverKind::Npu => flags == stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+        DriverKind::Gpu => {
+            flags == stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF || flags == stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD
+        }
+    };
+    let bad_flags = match driver {
+        DriverKind::Npu => ZE_RESULT_ERROR_INVALID_ENUMERATION,
+        DriverKind::Gpu => ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
+    };
+    let mut x = Extensions::default();
+    for &c in chains {
+        // SAFETY: per the contract.
+        let entries = unsafe { chain(c) };
+        let take = if driver == DriverKind::Npu { 1 } else { usize::MAX };
+        for e in entries.into_iter().take(take) {
+            match e.stype {
+                stypes::EXTERNAL_MEMORY_EXPORT_DESC => {
+                    // SAFETY: stype says ze_external_memory_export_desc_t.
+                    let d = unsafe { &*(e.ptr as *const ze_external_memory_export_desc_t) };
+                    if !flags_ok(d.flags) {
+                        return Err(bad_flags);
+                    }
+                    x.export = true;
+                }
+                stypes::EXTERNAL_MEMORY_IMPORT_FD => {
+                    // SAFETY: stype says ze_external_memory_import_fd_t.
+                    let d = unsafe { &*(e.ptr as *const ze_external_memory_import_fd_t) };
+                    if !flags_ok(d.flags) {
+                        return Err(bad_flags);
+                    }
+                    x.import_fd = Some(d.fd);
+                }
+                stypes::EXTERNAL_MEMMAP_SYSMEM_EXT_DESC => {
+                    // SAFETY: stype says ze_external_memmap_sysmem_ext_desc_t.
+                    let d = unsafe { &*(e.ptr as *const stypes::ExternalMemmapSysmemExtDesc) };
+                    x.sysmem = Some((d.pSystemMemory as usize, d.size as usize));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(x)
+}
+
+/// Whether `[p, p + len)` overlaps memory a driver mapped (GPU or NPU allocations and imports:
+/// GEM-object mmaps on hardware, which long-term pinning refuses). Memory that is itself a sysmem
+/// import is the caller's own and does not count.
+fn overlaps_driver_mapping(p: usize, len: usize) -> bool {
+    DriverKind::ALL.into_iter().any(|d| {
+        lock(d)
+            .values()
+            .any(|r| r.info.origin != Origin::ImportedSysmem && r.info.base < p + len && p < r.info.base + r.info.size.max(1))
+    })
+}
+
+/// NPU sysmem (userptr) import, as linux-npu-driver's `Context::importUserPtr` and the kernel's
+/// `ivpu_bo_create_from_userptr_ioctl` do it (see the module docs).
+fn import_sysmem(req: &Request, p: usize, len: usize) -> ZeResult<(usize, usize, bool)> {
+    if !crate::profile::current().npu_userptr {
+        return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+    }
+    if p == 0 {
+        return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+    }
+    if len == 0 {
+        return Err(ZE_RESULT_ERROR_INVALID_SIZE);
+    }
+    if lookup_in(req.driver, req.context, p as *const c_void).is_some() {
+        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+    }
+    let read_only = req.host_flags & ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED != 0;
+    if overlaps_driver_mapping(p, len) || !pinnable(p, len, read_only) {
+        crate::counters::add("npu.imports.sysmem_refused", 1);
+        return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
+    }
+    Ok((p, len, read_only))
+}
+
+static NEXT_NPU_VA: AtomicU64 = AtomicU64::new(NPU_VA_BASE);
 
 /// Allocates (or imports) memory as described by `req` and the `pNext` chains in `chains`
 /// (the device and host descriptors' chains; entries are interpreted as allocation extensions).
@@ -231,92 +443,69 @@ pub struct Request {
 /// # Safety
 /// Every chain is valid per [`chain`].
 pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut c_void> {
-    if req.size == 0 || req.size > MAX_ALLOC {
+    let limit = match req.driver {
+        DriverKind::Gpu => max_alloc(DriverKind::Gpu) as usize,
+        DriverKind::Npu => usize::MAX / 2,
+    };
+    if req.size == 0 || req.size > limit {
         return Err(ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
     }
     if req.align != 0 && !req.align.is_power_of_two() {
         return Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
     }
-    let mut export = false;
-    let mut import_fd = None;
-    let mut sysmem = None;
-    for &c in chains {
-        // SAFETY: per the contract.
-        for e in unsafe { chain(c) } {
-            match e.stype {
-                stypes::EXTERNAL_MEMORY_EXPORT_DESC => {
-                    // SAFETY: stype says ze_external_memory_export_desc_t.
-                    let d = unsafe { &*(e.ptr as *const ze_external_memory_export_desc_t) };
-                    let flags = d.flags;
-                    if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD)
-                        == 0
-                    {
-                        return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
-                    }
-                    export = true;
-                }
-                stypes::EXTERNAL_MEMORY_IMPORT_FD => {
-                    // SAFETY: stype says ze_external_memory_import_fd_t.
-                    let d = unsafe { &*(e.ptr as *const ze_external_memory_import_fd_t) };
-                    let flags = d.flags;
-                    if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD)
-                        == 0
-                    {
-                        return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
-                    }
-                    import_fd = Some(d.fd);
-                }
-                stypes::EXTERNAL_MEMMAP_SYSMEM_EXT_DESC => {
-                    // SAFETY: stype says ze_external_memmap_sysmem_ext_desc_t.
-                    let d = unsafe { &*(e.ptr as *const stypes::ExternalMemmapSysmemExtDesc) };
-                    sysmem = Some((d.pSystemMemory as usize, d.size as usize));
-                }
-                _ => {}
-            }
-        }
-    }
+    // SAFETY: per the contract.
+    let ext = unsafe { extensions(req.driver, chains) }?;
     let prefix = req.driver.prefix();
-    let (base, size, backing, origin) = if let Some((p, len)) = sysmem {
+    let mut read_only = false;
+    let mut import_alias = None;
+    let (base, size, backing, origin) = if let (Some((p, len)), DriverKind::Npu) = (ext.sysmem, req.driver) {
+        let (p, len, ro) = import_sysmem(&req, p, len)?;
+        read_only = ro;
+        crate::counters::add(&format!("{prefix}.imports.sysmem"), 1);
+        (p, len, Backing::Borrowed, Origin::ImportedSysmem)
+    } else if let Some((p, len)) = ext.sysmem {
+        // The GPU's sysmem import (compute-runtime `Context::allocHostMem`: a host-pointer USM
+        // allocation over the caller's pages).
         if p == 0 {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
-        if p % PAGE != 0 || len % PAGE != 0 || len == 0 {
-            return Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
-        }
-        if len < req.size {
-            return Err(ZE_RESULT_ERROR_INVALID_SIZE);
-        }
-        // A real driver pins the pages (userptr) and fails for a range that is not mapped, e.g.
-        // memory the caller has already freed; accepting it here would crash at first use.
-        if !mapped(p, len) {
+        if len < req.size || !pinnable(p, len, false) {
             return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
         }
         crate::counters::add(&format!("{prefix}.imports.sysmem"), 1);
         (p, req.size, Backing::Borrowed, Origin::ImportedSysmem)
-    } else if let Some(fd) = import_fd {
-        let mut st: libc::stat = {
-            // SAFETY: plain-old-data, fully written by fstat before use.
-            unsafe { std::mem::zeroed() }
+    } else if let Some(fd) = ext.import_fd {
+        // The NPU maps the whole buffer (size from the kernel) and answers every failure with
+        // OUT_OF_DEVICE_MEMORY; the GPU maps what was asked.
+        let fail = |gpu_err| match req.driver {
+            DriverKind::Npu => ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY,
+            DriverKind::Gpu => gpu_err,
         };
-        // SAFETY: st is a valid out-parameter; fd validity is checked by fstat.
-        if unsafe { libc::fstat(fd, &mut st) } != 0 {
-            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        let (inode, buf_len) = fd_stat(fd).ok_or(fail(ZE_RESULT_ERROR_INVALID_ARGUMENT))?;
+        if !is_dma_buf(fd) {
+            return Err(fail(ZE_RESULT_ERROR_INVALID_ARGUMENT));
         }
-        // Only a dma-buf (or a memfd, which is what this platform exports as one) can be imported;
-        // a real driver's PRIME import rejects a regular file, pipe or socket (typically a stale fd
-        // number) instead of mapping whatever it is.
-        if !is_dma_buf_like(fd) {
-            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        let len = match req.driver {
+            DriverKind::Npu => buf_len as usize,
+            DriverKind::Gpu => req.size,
+        };
+        // A buffer smaller than the import (an empty one included) would map, then SIGBUS at first
+        // access.
+        if len == 0 || (buf_len as usize) < req.size {
+            return Err(fail(ZE_RESULT_ERROR_INVALID_SIZE));
         }
-        // A buffer smaller than the import (an empty memfd included) would map, then SIGBUS at
-        // first access.
-        if (st.st_size as u64) < req.size as u64 {
-            return Err(ZE_RESULT_ERROR_INVALID_SIZE);
-        }
-        let m = map_shared(fd, req.size, req.align.max(PAGE))?;
+        let m = map_shared(fd, len, req.align.max(PAGE)).map_err(fail)?;
         crate::counters::add(&format!("{prefix}.imports.dma_buf"), 1);
-        (m as usize, req.size, Backing::Mapped { map: m, len: req.size }, Origin::ImportedFd)
-    } else if export {
+        if req.driver == DriverKind::Npu {
+            import_alias = Some(inode);
+        }
+        if req.driver == DriverKind::Gpu && crate::profile::current().gpu_import_closes_fd() {
+            // compute-runtime ≥ 26.14.37833 closes the imported fd once the import succeeded.
+            // SAFETY: the caller handed this fd to the import.
+            unsafe { libc::close(fd) };
+        }
+        (m as usize, len, Backing::Mapped { map: m, len, inode }, Origin::ImportedFd)
+    } else if ext.export {
         let len = round_up(req.size, PAGE);
         // SAFETY: the name is a valid C string.
         let fd = unsafe { libc::memfd_create(c"vl0-dmabuf".as_ptr(), libc::MFD_CLOEXEC) };
@@ -325,7 +514,6 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         }
         // SAFETY: our own fresh fd.
         if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
-            let _ = errno();
             // SAFETY: our own fd.
             unsafe { libc::close(fd) };
             return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
@@ -338,7 +526,9 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
                 return Err(e);
             }
         };
-        (m as usize, req.size, Backing::Memfd { fd, map: m, len }, Origin::Exportable)
+        let inode = fd_inode(fd).unwrap_or_default();
+        exported().insert(inode);
+        (m as usize, req.size, Backing::Memfd { fd, inode, map: m, len }, Origin::Exportable)
     } else {
         let align = req.align.max(if req.size >= PAGE { PAGE } else { 64 });
         let layout = Layout::from_size_align(req.size, align).map_err(|_| ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT)?;
@@ -353,10 +543,58 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         (p as usize, req.size, Backing::Heap { ptr: p, layout }, Origin::Plain)
     };
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    let info = AllocInfo { base, size, id, kind: req.kind, device: req.device, context: req.context, origin };
-    lock(req.driver).insert((base, id), Record { info, backing });
+    let device_va = match req.driver {
+        DriverKind::Npu => NEXT_NPU_VA.fetch_add(round_up(size.max(1), PAGE) as u64, Ordering::Relaxed),
+        DriverKind::Gpu => 0,
+    };
+    let info = AllocInfo {
+        base,
+        size,
+        id,
+        kind: req.kind,
+        device: req.device,
+        context: req.context,
+        origin,
+        read_only,
+        device_va,
+        poisoned: false,
+    };
+    let mut reg = lock(req.driver);
+    if let Some(inode) = import_alias {
+        // The kernel returns one GEM handle for every import of a buffer on one DRM file (one per
+        // NPU context): the imports share it.
+        aliases().entry((req.context, inode)).or_default().push((base, id));
+    }
+    reg.insert((base, id), Record { info, backing });
+    drop(reg);
     crate::counters::add(&format!("{prefix}.live_allocations"), 1);
     Ok(base as *mut c_void)
+}
+
+/// NPU dma-buf imports per (context, buffer inode): the allocations sharing one kernel handle.
+fn aliases() -> std::sync::MutexGuard<'static, std::collections::HashMap<(usize, (u64, u64)), Vec<(usize, u64)>>> {
+    static A: OnceLock<Mutex<std::collections::HashMap<(usize, (u64, u64)), Vec<(usize, u64)>>>> = OnceLock::new();
+    A.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Freeing one NPU import of a buffer closes the handle all its imports in that context share
+/// (linux-npu-driver `vpu_device_context.cpp` `freeMemAlloc` → `closeBuffer`): the others are
+/// poisoned, and a graph that uses them fails.
+fn unalias(reg: &mut BTreeMap<(usize, u64), Record>, rec: &Record) {
+    let Backing::Mapped { inode, .. } = rec.backing else { return };
+    let mut a = aliases();
+    let key = (rec.info.context, inode);
+    if let Some(list) = a.get_mut(&key) {
+        list.retain(|&k| k != (rec.info.base, rec.info.id));
+        for k in list.iter() {
+            if let Some(r) = reg.get_mut(k) {
+                r.info.poisoned = true;
+            }
+        }
+        if list.is_empty() {
+            a.remove(&key);
+        }
+    }
 }
 
 /// Frees the allocation of `driver` that starts at `ptr` (the newest one, if a sysmem range was
@@ -369,7 +607,11 @@ pub fn free(driver: DriverKind, ptr: *mut c_void) -> ZeResult {
     let rec = {
         let mut reg = lock(driver);
         let key = reg.range((p, 0)..=(p, u64::MAX)).next_back().map(|(k, _)| *k);
-        key.and_then(|k| reg.remove(&k)).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?
+        let rec = key.and_then(|k| reg.remove(&k)).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+        if driver == DriverKind::Npu {
+            unalias(&mut reg, &rec);
+        }
+        rec
     };
     drop(rec); // unmaps / deallocates outside the lock
     crate::counters::sub(&format!("{}.live_allocations", driver.prefix()), 1);
@@ -386,7 +628,11 @@ pub fn free_context(driver: DriverKind, ctx: usize) -> usize {
     let recs: Vec<Record> = {
         let mut reg = lock(driver);
         let keys: Vec<(usize, u64)> = reg.iter().filter(|(_, r)| r.info.context == ctx).map(|(k, _)| *k).collect();
-        keys.iter().filter_map(|k| reg.remove(k)).collect()
+        let recs: Vec<Record> = keys.iter().filter_map(|k| reg.remove(k)).collect();
+        for r in &recs {
+            unalias(&mut reg, r);
+        }
+        recs
     };
     let n = recs.len();
     drop(recs); // unmaps / deallocates outside the lock
@@ -396,7 +642,9 @@ pub fn free_context(driver: DriverKind, ctx: usize) -> usize {
     n
 }
 
-/// A new fd (the caller owns it) for the exportable allocation of `driver` containing `ptr`.
+/// The export fd of the exportable allocation of `driver` containing `ptr`. GPU: the driver's own
+/// fd for the allocation, the same number on every call, closed by `zeMemFree`. NPU: a new fd the
+/// caller owns.
 pub fn export_fd(driver: DriverKind, ptr: *const c_void) -> ZeResult<c_int> {
     let p = ptr as usize;
     let reg = lock(driver);
@@ -407,15 +655,21 @@ pub fn export_fd(driver: DriverKind, ptr: *const c_void) -> ZeResult<c_int> {
         .filter(|r| p >= r.info.base && p < r.info.base + r.info.size.max(1))
         .ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
     let Backing::Memfd { fd, .. } = rec.backing else {
-        return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        return Err(match driver {
+            DriverKind::Gpu => ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
+            DriverKind::Npu => ZE_RESULT_ERROR_NOT_AVAILABLE,
+        });
     };
-    // SAFETY: our own open fd; the duplicate is handed to the caller.
-    let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if d < 0 {
+    let out = match driver {
+        DriverKind::Gpu => fd,
+        // SAFETY: our own open fd; the duplicate is handed to the caller.
+        DriverKind::Npu => unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) },
+    };
+    if out < 0 {
         return Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
     }
     crate::counters::add(&format!("{}.exports.dma_buf", driver.prefix()), 1);
-    Ok(d)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -423,7 +677,7 @@ mod tests {
     use super::*;
 
     fn req(driver: DriverKind, size: usize, align: usize) -> Request {
-        Request { driver, context: 0, device: 0, kind: MemKind::Host, size, align }
+        Request { driver, context: 0, device: 0, kind: MemKind::Host, size, align, host_flags: 0 }
     }
 
     #[test]
@@ -492,10 +746,44 @@ mod tests {
         d
     }
 
-    /// Importing something that is not a dma-buf (a regular file, an empty or short memfd) is
-    /// refused, as by a real driver, instead of being mapped (and, for a short one, SIGBUS later).
+    fn export_desc() -> ze_external_memory_export_desc_t {
+        // SAFETY: plain-C descriptor, fully initialised below.
+        let mut d: ze_external_memory_export_desc_t = unsafe { std::mem::zeroed() };
+        d.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC;
+        d.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+        d
+    }
+
+    fn sysmem_desc(p: *mut c_void, len: usize) -> stypes::ExternalMemmapSysmemExtDesc {
+        stypes::ExternalMemmapSysmemExtDesc {
+            stype: stypes::EXTERNAL_MEMMAP_SYSMEM_EXT_DESC,
+            pNext: std::ptr::null(),
+            pSystemMemory: p,
+            size: len as u64,
+        }
+    }
+
+    fn anon(len: usize) -> *mut c_void {
+        // SAFETY: a fresh private anonymous mapping.
+        let m = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(m, libc::MAP_FAILED);
+        m
+    }
+
+    /// The NPU imports only dma-bufs (here: buffers a virtual driver exported; a regular file or a
+    /// memfd nobody exported is refused as a PRIME import refuses it), maps the whole buffer whatever
+    /// size was asked, and answers every failure with OUT_OF_DEVICE_MEMORY.
     #[test]
-    fn fd_import_accepts_only_dma_bufs_of_sufficient_size() {
+    fn npu_fd_import_takes_only_exported_buffers_and_maps_them_whole() {
         use std::os::fd::AsRawFd;
         let path = std::env::temp_dir().join(format!("vl0-import-{}", std::process::id()));
         let file = std::fs::File::create(&path).unwrap();
@@ -504,50 +792,136 @@ mod tests {
         let c = &d as *const _ as *const c_void;
         // SAFETY: one-entry chains; fds owned and closed below.
         unsafe {
-            assert_eq!(allocate(req(DriverKind::Npu, 4096, 0), &[c]), Err(ZE_RESULT_ERROR_INVALID_ARGUMENT), "a file");
+            assert_eq!(allocate(req(DriverKind::Npu, 4096, 0), &[c]), Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY), "a file");
             drop(file);
             let _ = std::fs::remove_file(&path);
             let m = libc::memfd_create(c"vl0-test".as_ptr(), libc::MFD_CLOEXEC);
-            assert!(m >= 0);
+            assert_eq!(libc::ftruncate(m, 4096), 0);
             let d = import_fd_chain(m);
             let c = &d as *const _ as *const c_void;
-            assert_eq!(allocate(req(DriverKind::Npu, 4096, 0), &[c]), Err(ZE_RESULT_ERROR_INVALID_SIZE), "empty");
-            assert_eq!(libc::ftruncate(m, 4096), 0);
-            let p = allocate(req(DriverKind::Npu, 4096, 0), &[c]).unwrap();
-            *(p as *mut u8) = 1;
-            free(DriverKind::Npu, p).unwrap();
+            assert_eq!(allocate(req(DriverKind::Npu, 4096, 0), &[c]), Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY), "a memfd");
             libc::close(m);
+
+            let e = export_desc();
+            let gpu = allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, 3 * PAGE, 0) }, &[&e as *const _ as *const c_void]).unwrap();
+            let fd = export_fd(DriverKind::Gpu, gpu).unwrap();
+            let d = import_fd_chain(fd);
+            let c = &d as *const _ as *const c_void;
+            let p = allocate(req(DriverKind::Npu, 16, 0), &[c]).unwrap();
+            assert_eq!(lookup(DriverKind::Npu, p).unwrap().size, 3 * PAGE, "the whole buffer is mapped");
+            let mut bad = import_fd_chain(fd);
+            bad.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
+            let cb = &bad as *const _ as *const c_void;
+            assert_eq!(allocate(req(DriverKind::Npu, 16, 0), &[cb]), Err(ZE_RESULT_ERROR_INVALID_ENUMERATION));
+            bad.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD | ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+            assert_eq!(allocate(req(DriverKind::Npu, 16, 0), &[cb]), Err(ZE_RESULT_ERROR_INVALID_ENUMERATION));
+            free(DriverKind::Npu, p).unwrap();
+            free(DriverKind::Gpu, gpu).unwrap();
         }
     }
 
-    /// A sysmem import of memory that is not mapped (already freed) is refused, as a real driver's
-    /// page pinning fails, instead of crashing at first use.
+    /// GPU exports hand out the driver's own fd (the same number every time), which zeMemFree closes;
+    /// NPU exports a new fd per query that the caller owns.
     #[test]
-    fn sysmem_import_of_unmapped_memory_is_refused() {
-        // SAFETY: our own mapping, unmapped before the import attempt.
+    fn export_fd_ownership_per_driver() {
+        let e = export_desc();
+        let c = &e as *const _ as *const c_void;
+        // SAFETY: one-entry chains; fds checked and closed as each driver's rule says.
         unsafe {
-            let m = libc::mmap(
-                std::ptr::null_mut(),
-                8192,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            assert_ne!(m, libc::MAP_FAILED);
-            let d = stypes::ExternalMemmapSysmemExtDesc {
-                stype: stypes::EXTERNAL_MEMMAP_SYSMEM_EXT_DESC,
-                pNext: std::ptr::null(),
-                pSystemMemory: m,
-                size: 8192,
-            };
+            let gpu = allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, PAGE, 0) }, &[c]).unwrap();
+            let a = export_fd(DriverKind::Gpu, gpu).unwrap();
+            assert_eq!(export_fd(DriverKind::Gpu, gpu).unwrap(), a, "one cached fd per allocation");
+            assert!(libc::fcntl(a, libc::F_GETFD) >= 0);
+            let misuse = crate::counters::get("gpu.export_fd_misuse").unwrap_or(0);
+            free(DriverKind::Gpu, gpu).unwrap();
+            assert_eq!(crate::counters::get("gpu.export_fd_misuse").unwrap_or(0), misuse);
+            let npu = allocate(req(DriverKind::Npu, PAGE, 0), &[c]).unwrap();
+            let x = export_fd(DriverKind::Npu, npu).unwrap();
+            let y = export_fd(DriverKind::Npu, npu).unwrap();
+            assert_ne!(x, y, "a new fd per NPU export");
+            free(DriverKind::Npu, npu).unwrap();
+            assert!(libc::fcntl(x, libc::F_GETFD) >= 0, "the caller's NPU export outlives the allocation");
+            libc::close(x);
+            libc::close(y);
+        }
+    }
+
+    /// Two NPU imports of one buffer in one context share the kernel's handle: freeing one poisons
+    /// the other; an import in another context is independent.
+    #[test]
+    fn npu_imports_of_one_buffer_alias_per_context() {
+        let e = export_desc();
+        // SAFETY: one-entry chains; everything freed below.
+        unsafe {
+            let gpu = allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, PAGE, 0) }, &[&e as *const _ as *const c_void]).unwrap();
+            let d = import_fd_chain(export_fd(DriverKind::Gpu, gpu).unwrap());
             let c = &d as *const _ as *const c_void;
-            let p = allocate(req(DriverKind::Npu, 8192, 0), &[c]).unwrap();
+            let one = allocate(Request { context: 7, ..req(DriverKind::Npu, PAGE, 0) }, &[c]).unwrap();
+            let two = allocate(Request { context: 7, ..req(DriverKind::Npu, PAGE, 0) }, &[c]).unwrap();
+            let other = allocate(Request { context: 8, ..req(DriverKind::Npu, PAGE, 0) }, &[c]).unwrap();
+            free(DriverKind::Npu, one).unwrap();
+            assert!(lookup_in(DriverKind::Npu, 7, two).unwrap().poisoned);
+            assert!(!lookup_in(DriverKind::Npu, 8, other).unwrap().poisoned);
+            assert!(lookup_in(DriverKind::Npu, 8, two).is_none(), "looked up per context");
+            free(DriverKind::Npu, two).unwrap();
+            free(DriverKind::Npu, other).unwrap();
+            free(DriverKind::Gpu, gpu).unwrap();
+        }
+    }
+
+    /// Sysmem (userptr) import pins pages as the kernel does: unmapped pages, GPU USM (a driver
+    /// mapping), read-only pages for a writable import fail with OUT_OF_DEVICE_MEMORY; a second
+    /// import inside the same context's import is INVALID_ARGUMENT; the write-combined flag makes the
+    /// import read-only for the NPU; unaligned input is accepted (the driver rounds to pages).
+    #[test]
+    fn sysmem_import_pins_like_the_kernel() {
+        // SAFETY: our own mappings and allocations, released below.
+        unsafe {
+            let m = anon(3 * PAGE);
+            let d = sysmem_desc(m, 2 * PAGE);
+            let c = &d as *const _ as *const c_void;
+            let p = allocate(Request { context: 3, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]).unwrap();
             assert_eq!(p, m);
+            assert!(!lookup(DriverKind::Npu, p).unwrap().read_only);
+            assert_eq!(allocate(Request { context: 3, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]), Err(ZE_RESULT_ERROR_INVALID_ARGUMENT));
+            let inner = sysmem_desc((m as *mut u8).add(PAGE).cast(), PAGE);
+            assert_eq!(
+                allocate(Request { context: 3, ..req(DriverKind::Npu, PAGE, 0) }, &[&inner as *const _ as *const c_void]),
+                Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
+                "a start inside an import of the same context"
+            );
+            let q = allocate(Request { context: 4, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]).unwrap();
+            free(DriverKind::Npu, q).unwrap();
             free(DriverKind::Npu, p).unwrap();
-            libc::munmap((m as *mut u8).add(4096).cast(), 4096);
-            assert_eq!(allocate(req(DriverKind::Npu, 8192, 0), &[c]), Err(ZE_RESULT_ERROR_INVALID_ARGUMENT));
-            libc::munmap(m, 4096);
+            let odd = sysmem_desc((m as *mut u8).add(100).cast(), 5000);
+            let o = allocate(req(DriverKind::Npu, 5000, 0), &[&odd as *const _ as *const c_void]).unwrap();
+            free(DriverKind::Npu, o).unwrap();
+            let wc = Request { host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED, ..req(DriverKind::Npu, 2 * PAGE, 0) };
+            let r = allocate(wc, &[c]).unwrap();
+            assert!(lookup(DriverKind::Npu, r).unwrap().read_only);
+            free(DriverKind::Npu, r).unwrap();
+            assert_eq!(libc::mprotect(m, 3 * PAGE, libc::PROT_READ), 0);
+            assert_eq!(allocate(req(DriverKind::Npu, 2 * PAGE, 0), &[c]), Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY), "read-only pages");
+            let r = allocate(Request { host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]).unwrap();
+            free(DriverKind::Npu, r).unwrap();
+            libc::munmap((m as *mut u8).add(PAGE).cast(), PAGE);
+            assert_eq!(
+                allocate(Request { host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]),
+                Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY),
+                "unmapped pages"
+            );
+            libc::munmap(m, 3 * PAGE);
+
+            for kind in [MemKind::Host, MemKind::Shared] {
+                let usm = allocate(Request { kind, ..req(DriverKind::Gpu, 2 * PAGE, PAGE) }, &[]).unwrap();
+                let d = sysmem_desc(usm, 2 * PAGE);
+                assert_eq!(
+                    allocate(req(DriverKind::Npu, 2 * PAGE, 0), &[&d as *const _ as *const c_void]),
+                    Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY),
+                    "GPU {kind:?} USM is a driver mapping the NPU cannot pin"
+                );
+                free(DriverKind::Gpu, usm).unwrap();
+            }
         }
     }
 }

@@ -34,6 +34,10 @@ pub const MUTABLE_GRAPH_ARGUMENT_EXP_DESC_DEPRECATED: u32 = 0x7;
 /// `ZE_MUTABLE_COMMAND_EXP_FLAG_GRAPH_ARGUMENT_DEPRECATED` (graph extension) and
 /// `ZE_MUTABLE_COMMAND_EXP_FLAG_GRAPH_ARGUMENTS` (core 1.32): the only flags the NPU driver takes.
 pub const MUTABLE_COMMAND_EXP_FLAGS_GRAPH: [u32; 2] = [1 << 6, 1 << 7];
+/// `ze_mutable_command_list_exp_properties_t` (device properties chain).
+pub const MUTABLE_COMMAND_LIST_EXP_PROPERTIES: u32 = 0x0002_0015;
+/// What the NPU reports in `mutableCommandFlags`: both graph-argument flags.
+pub const NPU_MUTABLE_COMMAND_FLAGS: u32 = (1 << 6) | (1 << 7);
 /// `ze_event_pool_counter_based_exp_desc_t` (tolerated, nothing to do: execution is synchronous).
 pub const EVENT_POOL_COUNTER_BASED_EXP_DESC: u32 = 0x0002_0014;
 

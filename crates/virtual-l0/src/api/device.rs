@@ -1,90 +1,109 @@
 //! Devices: one GPU device in the GPU driver, one VPU device in the NPU driver. No sub-devices;
 //! `zeDeviceGetRootDevice` answers NULL (the device is a root device).
 use crate::export::{chain, enumerate, now_ns, out, set_cstr};
-use crate::memory::MAX_ALLOC;
+use crate::export::ZeResult;
 use crate::objects::{device, device_from, driver_from, DriverKind};
+use crate::profile::{self, NpuGeneration};
 use crate::stypes;
 use crate::sys::*;
-use std::sync::OnceLock;
-
-/// The GPU's `ipVersion` (`VL0_GPU_IP_VERSION`, default below Battlemage's 0x05004000 so UR
-/// picks adapter v1; 0x05004000 or more selects v2).
-pub fn gpu_ip_version() -> u32 {
-    static V: OnceLock<u32> = OnceLock::new();
-    *V.get_or_init(|| {
-        std::env::var("VL0_GPU_IP_VERSION")
-            .ok()
-            .and_then(|s| {
-                let s = s.trim();
-                match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-                    Some(h) => u32::from_str_radix(h, 16).ok(),
-                    None => s.parse().ok(),
-                }
-            })
-            .unwrap_or(0x0300_0000)
-    })
-}
 
 /// `ze_intel_npu_device_uuid`.
 pub const NPU_DEVICE_UUID: [u8; 16] =
     [0x80, 0xd1, 0xd1, 0x1e, 0xb7, 0x38, 0x11, 0xea, 0xb3, 0xde, 0x02, 0x42, 0xac, 0x13, 0x00, 0x04];
 /// The virtual GPU device's uuid.
 pub const GPU_DEVICE_UUID: [u8; 16] = *b"vl0-gpu-device\0\x01";
-/// NPU PCI device id (Lunar Lake, platform 4000).
-pub const NPU_DEVICE_ID: u32 = 0x643E;
-/// GPU PCI device id (a DG2 id; nothing keys on it).
-pub const GPU_DEVICE_ID: u32 = 0x56A0;
 
-fn fill_properties(kind: DriverKind, p: &mut ze_device_properties_t) {
+/// The NPU's per-generation numbers (linux-npu-driver `umd/vpu_driver/source/device/vpu_37xx`,
+/// `vpu_40xx`, `vpu_50xx` hw info): tiles (all enabled), SIMD width, execution units, timer Hz,
+/// core clock (Hz; a per-SKU fuse value on hardware, a typical one here).
+fn npu_numbers(g: NpuGeneration) -> (u32, u32, u32, u64, u32) {
+    match g {
+        NpuGeneration::Npu37xx => (2, 4096, 4096, 38_400_000, 1_400_000_000),
+        NpuGeneration::Npu40xx => (6, 4096, 12288, 19_200_000, 1_950_000_000),
+        NpuGeneration::Npu50xx => (3, 8192, 12288, 19_200_000, 1_950_000_000),
+    }
+}
+
+/// `zeDeviceGetProperties`: the GPU as compute-runtime reports the profile's iGPU, the NPU as
+/// linux-npu-driver 1.32.1 does (`device.cpp` `Device::getProperties`): base fields first, then the
+/// chain, where the NPU takes only the IP-version and mutable-command-list entries and answers any
+/// other stype with `INVALID_ARGUMENT` (`handleExtensionProperty`), the fields above already written.
+fn fill_properties(kind: DriverKind, p: &mut ze_device_properties_t) -> ZeResult {
+    let prof = profile::current();
     let cycles = p.stype == stypes::DEVICE_PROPERTIES_1_2;
     p.vendorId = 0x8086;
     p.subdeviceId = 0;
-    p.maxMemAllocSize = MAX_ALLOC as u64;
-    p.maxCommandQueuePriority = 0;
-    p.timerResolution = if cycles { 1_000_000_000 } else { 1 };
-    p.timestampValidBits = 56;
-    p.kernelTimestampValidBits = 56;
     match kind {
         DriverKind::Gpu => {
+            let [slices, subslices, eus, threads, simd] = prof.gpu_topology;
             p.type_ = ZE_DEVICE_TYPE_GPU;
-            p.deviceId = GPU_DEVICE_ID;
-            p.flags = 0;
-            p.coreClockRate = 1000;
-            p.maxHardwareContexts = 64;
-            p.numThreadsPerEU = 8;
-            p.physicalEUSimdWidth = 8;
-            p.numEUsPerSubslice = 16;
-            p.numSubslicesPerSlice = 4;
-            p.numSlices = 1;
+            p.deviceId = prof.gpu_device_id;
+            p.flags = ZE_DEVICE_PROPERTY_FLAG_INTEGRATED;
+            if prof.gpu_xe2_or_later {
+                p.flags |= ZE_DEVICE_PROPERTY_FLAG_ONDEMANDPAGING;
+            }
+            p.coreClockRate = 2000;
+            p.maxMemAllocSize = crate::memory::max_alloc(DriverKind::Gpu);
+            p.maxHardwareContexts = 65536;
+            p.maxCommandQueuePriority = 0;
+            p.numThreadsPerEU = threads;
+            p.physicalEUSimdWidth = simd;
+            p.numEUsPerSubslice = eus;
+            p.numSubslicesPerSlice = subslices;
+            p.numSlices = slices;
+            p.timerResolution = if cycles { 19_200_000 } else { 52 };
+            (p.timestampValidBits, p.kernelTimestampValidBits) = if prof.gpu_xe2_or_later { (64, 64) } else { (36, 32) };
             p.uuid.id = GPU_DEVICE_UUID;
-            set_cstr(&mut p.name, "Virtual Intel(R) Graphics (virtual-l0)");
+            set_cstr(&mut p.name, prof.gpu_name);
         }
         DriverKind::Npu => {
+            let (tiles, simd, eus, hz, clock) = npu_numbers(prof.npu_generation);
             p.type_ = ZE_DEVICE_TYPE_VPU;
-            p.deviceId = NPU_DEVICE_ID;
+            p.deviceId = prof.npu_device_id;
             p.flags = ZE_DEVICE_PROPERTY_FLAG_INTEGRATED;
-            p.coreClockRate = 1400;
-            p.maxHardwareContexts = 1;
+            p.coreClockRate = clock;
+            p.maxMemAllocSize = crate::memory::max_alloc(DriverKind::Npu);
+            p.maxHardwareContexts = 64;
+            p.maxCommandQueuePriority = 2;
             p.numThreadsPerEU = 1;
-            p.physicalEUSimdWidth = 1;
-            p.numEUsPerSubslice = 1;
+            p.physicalEUSimdWidth = simd;
+            p.numEUsPerSubslice = eus;
             p.numSubslicesPerSlice = 1;
-            p.numSlices = 6;
+            p.numSlices = tiles;
+            if p.stype == stypes::DEVICE_PROPERTIES_1_2 {
+                p.timerResolution = hz;
+            } else if p.stype == ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES {
+                p.timerResolution = 1_000_000_000 / hz;
+            }
+            p.timestampValidBits = 64;
+            p.kernelTimestampValidBits = 0;
             p.uuid.id = NPU_DEVICE_UUID;
-            set_cstr(&mut p.name, "Intel(R) AI Boost (virtual-l0)");
+            set_cstr(&mut p.name, "Intel(R) AI Boost");
         }
     }
     // SAFETY: pNext is the caller's chain of property structures.
     for e in unsafe { chain(p.pNext) } {
-        if e.stype == stypes::DEVICE_IP_VERSION_EXT {
-            // SAFETY: stype says ze_device_ip_version_ext_t.
-            let ip = unsafe { &mut *(e.ptr as *mut ze_device_ip_version_ext_t) };
-            ip.ipVersion = match kind {
-                DriverKind::Gpu => gpu_ip_version(),
-                DriverKind::Npu => 0,
-            };
+        match e.stype {
+            stypes::DEVICE_IP_VERSION_EXT => {
+                // SAFETY: stype says ze_device_ip_version_ext_t.
+                let ip = unsafe { &mut *(e.ptr as *mut ze_device_ip_version_ext_t) };
+                // The NPU reports its platform type there (0 = silicon), not an IP version.
+                ip.ipVersion = match kind {
+                    DriverKind::Gpu => prof.gpu_ip_version,
+                    DriverKind::Npu => 0,
+                };
+            }
+            stypes::MUTABLE_COMMAND_LIST_EXP_PROPERTIES if kind == DriverKind::Npu => {
+                // SAFETY: stype says ze_mutable_command_list_exp_properties_t.
+                let m = unsafe { &mut *(e.ptr as *mut ze_mutable_command_list_exp_properties_t) };
+                m.mutableCommandListFlags = 0;
+                m.mutableCommandFlags = stypes::NPU_MUTABLE_COMMAND_FLAGS;
+            }
+            _ if kind == DriverKind::Npu => return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
+            _ => {}
         }
     }
+    Ok(())
 }
 
 const ACCESS_ALL: u32 = ZE_MEMORY_ACCESS_CAP_FLAG_RW
@@ -103,8 +122,7 @@ ze_api! {
     fn zeDeviceGetProperties(h: ze_device_handle_t, props: *mut ze_device_properties_t) {
         // SAFETY: handle validated; out-parameter from the caller.
         let (d, p) = unsafe { (device_from(h)?, out(props)?) };
-        fill_properties(d.driver(), p);
-        Ok(())
+        fill_properties(d.driver(), p)
     }
     fn zeDeviceGetSubDevices(h: ze_device_handle_t, count: *mut u32, _subs: *mut ze_device_handle_t) {
         // SAFETY: handle validated; out-parameter from the caller.
@@ -136,12 +154,27 @@ ze_api! {
     }
     fn zeDeviceGetMemoryAccessProperties(h: ze_device_handle_t, props: *mut ze_device_memory_access_properties_t) {
         // SAFETY: handle validated; out-parameter from the caller.
-        let p = unsafe { device_from(h)?; out(props)? };
-        p.hostAllocCapabilities = ACCESS_ALL;
-        p.deviceAllocCapabilities = ACCESS_ALL;
-        p.sharedSingleDeviceAllocCapabilities = ACCESS_ALL;
-        p.sharedCrossDeviceAllocCapabilities = 0;
-        p.sharedSystemAllocCapabilities = 0;
+        let (d, p) = unsafe { (device_from(h)?, out(props)?) };
+        match d.driver() {
+            DriverKind::Gpu => {
+                p.hostAllocCapabilities = ACCESS_ALL;
+                p.deviceAllocCapabilities = ACCESS_ALL;
+                p.sharedSingleDeviceAllocCapabilities = ACCESS_ALL;
+                p.sharedCrossDeviceAllocCapabilities = 0;
+                // Plain process memory reached by the GPU directly (xe2+ with a recent xe kernel).
+                p.sharedSystemAllocCapabilities =
+                    if profile::current().gpu_shared_system_usm { ACCESS_ALL } else { 0 };
+            }
+            DriverKind::Npu => {
+                // linux-npu-driver device.cpp: host and device RW|ATOMIC, no shared kinds.
+                let rw = ZE_MEMORY_ACCESS_CAP_FLAG_RW | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC;
+                p.hostAllocCapabilities = rw;
+                p.deviceAllocCapabilities = rw;
+                p.sharedSingleDeviceAllocCapabilities = 0;
+                p.sharedCrossDeviceAllocCapabilities = 0;
+                p.sharedSystemAllocCapabilities = 0;
+            }
+        }
         Ok(())
     }
     fn zeDeviceGetModuleProperties(h: ze_device_handle_t, props: *mut ze_device_module_properties_t) {
@@ -172,7 +205,21 @@ ze_api! {
     }
     fn zeDeviceGetComputeProperties(h: ze_device_handle_t, props: *mut ze_device_compute_properties_t) {
         // SAFETY: handle validated; out-parameter from the caller.
-        let p = unsafe { device_from(h)?; out(props)? };
+        let (d, p) = unsafe { (device_from(h)?, out(props)?) };
+        if d.driver() == DriverKind::Npu {
+            // linux-npu-driver device.cpp: every compute property 0 (the NPU runs no kernels).
+            p.maxTotalGroupSize = 0;
+            p.maxGroupSizeX = 0;
+            p.maxGroupSizeY = 0;
+            p.maxGroupSizeZ = 0;
+            p.maxGroupCountX = 0;
+            p.maxGroupCountY = 0;
+            p.maxGroupCountZ = 0;
+            p.maxSharedLocalMemory = 0;
+            p.numSubGroupSizes = 0;
+            p.subGroupSizes = [0; 8];
+            return Ok(());
+        }
         p.maxTotalGroupSize = 1024;
         p.maxGroupSizeX = 1024;
         p.maxGroupSizeY = 1024;
@@ -188,12 +235,14 @@ ze_api! {
     fn zeDeviceGetMemoryProperties(h: ze_device_handle_t, count: *mut u32, props: *mut ze_device_memory_properties_t) {
         // SAFETY: handle validated; caller's enumeration pointers.
         unsafe {
-            device_from(h)?;
+            let npu = device_from(h)?.driver() == DriverKind::Npu;
+            // The NPU reports one all-zero "DDR" entry (linux-npu-driver device.cpp); the iGPU its
+            // share of system memory.
             enumerate(count, props, 1, |_, p| {
                 p.flags = 0;
-                p.maxClockRate = 1000;
-                p.maxBusWidth = 64;
-                p.totalSize = 8 << 30;
+                p.maxClockRate = if npu { 0 } else { 1000 };
+                p.maxBusWidth = if npu { 0 } else { 64 };
+                p.totalSize = if npu { 0 } else { crate::memory::total_ram() };
                 set_cstr(&mut p.name, "DDR");
             })
         }
@@ -213,7 +262,12 @@ ze_api! {
         let (d, p) = unsafe { (device_from(h)?, out(props)?) };
         p.memoryAllocationImportTypes = match d.driver() {
             DriverKind::Gpu => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD,
-            DriverKind::Npu => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION,
+            // STANDARD_ALLOCATION only with userptr import (linux-npu-driver device.cpp
+            // getGetExternalMemoryProperties).
+            DriverKind::Npu if profile::current().npu_userptr => {
+                stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION
+            }
+            DriverKind::Npu => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
         };
         p.memoryAllocationExportTypes = stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
         p.imageImportTypes = 0;

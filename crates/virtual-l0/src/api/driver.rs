@@ -7,12 +7,19 @@ use crate::sys::*;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// API version both drivers report.
+/// API version the GPU driver reports.
 pub const API_VERSION: u32 = make_version(1, 17);
-/// GPU `driverVersion` (1.6.0: below UR's in-order-list and LaunchKernelWithArguments gates).
-pub const GPU_DRIVER_VERSION: u32 = 0x0106_0000;
-/// NPU `driverVersion` (distinct from the GPU's).
-pub const NPU_DRIVER_VERSION: u32 = 1;
+/// API version linux-npu-driver 1.32.1 reports: `ZE_API_VERSION_CURRENT` of the level-zero 1.27
+/// headers it is built against (1.15).
+pub const NPU_API_VERSION: u32 = make_version(1, 15);
+/// GPU `driverVersion`: major.minor.build from bits 31-24, 23-16, 15-0 (how UR and sycl-ls decode it),
+/// with the profile's compute-runtime build, which callers read to know the driver's fd rules.
+pub fn gpu_driver_version() -> u32 {
+    0x0106_0000 | (crate::profile::current().gpu_driver_build & 0xffff)
+}
+/// NPU `driverVersion`: linux-npu-driver sets it to the build's Unix time (CMake
+/// `string(TIMESTAMP ... %s)`); 1.32.1 was released 2026-04-17.
+pub const NPU_DRIVER_VERSION: u32 = 0x69e1_7800;
 /// `ze_intel_npu_driver_uuid`.
 pub const NPU_DRIVER_UUID: [u8; 16] =
     [0x01, 0x7d, 0xe9, 0x31, 0x6b, 0x4d, 0x4f, 0xd4, 0xaa, 0x9b, 0x5b, 0xed, 0x77, 0xfc, 0x8e, 0x89];
@@ -59,6 +66,7 @@ pub fn visible() -> Vec<DriverKind> {
 
 ze_api! {
     fn zeInit(flags: ze_init_flags_t) {
+        crate::profile::check().map_err(|_| ZE_RESULT_ERROR_UNINITIALIZED)?;
         let flags = flags as u32;
         if flags & !(ZE_INIT_FLAG_GPU_ONLY | ZE_INIT_FLAG_VPU_ONLY) != 0 {
             return Err(ZE_RESULT_ERROR_INVALID_ENUMERATION);
@@ -75,6 +83,7 @@ ze_api! {
         unsafe { list_drivers(count, drivers, &visible()) }
     }
     fn zeInitDrivers(count: *mut u32, drivers: *mut ze_driver_handle_t, desc: *mut ze_init_driver_type_desc_t) {
+        crate::profile::check().map_err(|_| ZE_RESULT_ERROR_UNINITIALIZED)?;
         // SAFETY: the caller's descriptor (pNext entries are ignored: e.g. the NPU plugin's 0x2004a).
         let d = unsafe { input(desc as *const ze_init_driver_type_desc_t) }?;
         let flags = d.flags as u32;
@@ -85,8 +94,11 @@ ze_api! {
     fn zeDriverGetApiVersion(h: ze_driver_handle_t, version: *mut ze_api_version_t) {
         // SAFETY: handle validated; out-parameter from the caller.
         unsafe {
-            driver_from(h)?;
-            *out(version)? = API_VERSION as ze_api_version_t;
+            let d = driver_from(h)?;
+            *out(version)? = match d.driver() {
+                DriverKind::Gpu => API_VERSION,
+                DriverKind::Npu => NPU_API_VERSION,
+            } as ze_api_version_t;
         }
         Ok(())
     }
@@ -94,7 +106,7 @@ ze_api! {
         // SAFETY: handle validated; out-parameter from the caller.
         let (d, p) = unsafe { (driver_from(h)?, out(props)?) };
         let (uuid, ver) = match d.driver() {
-            DriverKind::Gpu => (GPU_DRIVER_UUID, GPU_DRIVER_VERSION),
+            DriverKind::Gpu => (GPU_DRIVER_UUID, gpu_driver_version()),
             DriverKind::Npu => (NPU_DRIVER_UUID, NPU_DRIVER_VERSION),
         };
         p.uuid.id = uuid;

@@ -39,10 +39,11 @@ unsafe fn translate(out_: *mut *mut c_void, h: *mut c_void) -> ZeResult {
 }
 
 ze_api! {
-    /// Idempotent: the platform is static.
+    /// Idempotent: the platform is static. Fails (UNINITIALIZED) for an unknown `VL0_PROFILE`.
     fn zeLoaderInit() {
+        crate::profile::check().map_err(|_| ZE_RESULT_ERROR_UNINITIALIZED)?;
         let _ = crate::objects::driver(crate::objects::DriverKind::Gpu);
-        ZE_RESULT_SUCCESS
+        Ok(())
     }
     fn zelLoaderGetVersionsInternal(num: *mut usize, v: *mut zel_component_version_t) {
         // SAFETY: pointers from the caller, checked for NULL.

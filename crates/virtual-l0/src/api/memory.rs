@@ -1,15 +1,17 @@
 //! USM allocation, free, properties (incl. dma-buf export fds), address ranges; IPC is unsupported.
 use crate::export::{chain, out, ZeResult};
 use crate::memory::{self, MemKind, Request, PAGE};
-use crate::objects::{context_from, device_in};
+use crate::objects::{context_from, device_in, DriverKind};
 use crate::stypes;
 use crate::sys::*;
 use std::ffi::c_void;
 
+#[allow(clippy::too_many_arguments)]
 unsafe fn alloc(
     ctx: ze_context_handle_t,
     kind: MemKind,
     dev: ze_device_handle_t,
+    host_flags: u32,
     chains: &[*const c_void],
     size: usize,
     align: usize,
@@ -29,7 +31,7 @@ unsafe fn alloc(
         unsafe { device_in(driver, dev) }?;
         dev as usize
     };
-    let req = Request { driver, context: ctx as usize, device, kind, size, align };
+    let req = Request { driver, context: ctx as usize, device, kind, size, align, host_flags };
     // SAFETY: the chains come from the caller's descriptors.
     *pptr = unsafe { memory::allocate(req, chains) }?;
     Ok(())
@@ -56,21 +58,21 @@ ze_api! {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
         // SAFETY: caller's pointers.
-        unsafe { alloc(ctx, MemKind::Host, std::ptr::null_mut(), &[next(host_desc)], size, align, pptr) }
+        unsafe { alloc(ctx, MemKind::Host, std::ptr::null_mut(), (*host_desc).flags, &[next(host_desc)], size, align, pptr) }
     }
     fn zeMemAllocDevice(ctx: ze_context_handle_t, dev_desc: *const ze_device_mem_alloc_desc_t, size: usize, align: usize, dev: ze_device_handle_t, pptr: *mut *mut c_void) {
         if dev_desc.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
         // SAFETY: caller's pointers.
-        unsafe { alloc(ctx, MemKind::Device, dev, &[next(dev_desc)], size, align, pptr) }
+        unsafe { alloc(ctx, MemKind::Device, dev, 0, &[next(dev_desc)], size, align, pptr) }
     }
     fn zeMemAllocShared(ctx: ze_context_handle_t, dev_desc: *const ze_device_mem_alloc_desc_t, host_desc: *const ze_host_mem_alloc_desc_t, size: usize, align: usize, dev: ze_device_handle_t, pptr: *mut *mut c_void) {
         if dev_desc.is_null() || host_desc.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
         // SAFETY: caller's pointers.
-        unsafe { alloc(ctx, MemKind::Shared, dev, &[next(dev_desc), next(host_desc)], size, align, pptr) }
+        unsafe { alloc(ctx, MemKind::Shared, dev, (*host_desc).flags, &[next(dev_desc), next(host_desc)], size, align, pptr) }
     }
     fn zeMemFree(ctx: ze_context_handle_t, ptr: *mut c_void) {
         // SAFETY: caller's handle.
@@ -84,24 +86,26 @@ ze_api! {
         // SAFETY: caller's handle.
         unsafe { free(ctx, ptr) }
     }
+    /// GPU (compute-runtime `Context::getMemAllocProperties`): a pointer it does not know is SUCCESS
+    /// with `ZE_MEMORY_TYPE_UNKNOWN`. NPU (linux-npu-driver `memory.cpp`): looked up in this context
+    /// only; unknown → `ZE_RESULT_ERROR_NOT_AVAILABLE` with nothing written, and `phDevice` is never
+    /// written; an export-fd entry with flags other than exactly `DMA_BUF` is skipped (no fd).
     fn zeMemGetAllocProperties(ctx: ze_context_handle_t, ptr: *const c_void, props: *mut ze_memory_allocation_properties_t, dev: *mut ze_device_handle_t) {
         // SAFETY: handle validated; out-parameters from the caller.
         let (c, p) = unsafe { (context_from(ctx)?, out(props)?) };
         let driver = c.driver();
-        let info = memory::lookup(driver, ptr);
+        let npu = driver == DriverKind::Npu;
+        let info = if npu { memory::lookup_in(driver, ctx as usize, ptr) } else { memory::lookup(driver, ptr) };
         match info {
             Some(i) => {
                 p.type_ = i.kind as ze_memory_type_t;
                 p.id = i.id;
                 p.pageSize = PAGE as u64;
             }
-            None => {
-                p.type_ = ZE_MEMORY_TYPE_UNKNOWN;
-                p.id = 0;
-                p.pageSize = 0;
-            }
+            None if npu => return Err(ZE_RESULT_ERROR_NOT_AVAILABLE),
+            None => p.type_ = ZE_MEMORY_TYPE_UNKNOWN,
         }
-        if !dev.is_null() {
+        if !dev.is_null() && !npu {
             // SAFETY: a non-null out-parameter from the caller.
             unsafe { *dev = info.map_or(0, |i| i.device) as ze_device_handle_t };
         }
@@ -111,6 +115,12 @@ ze_api! {
                 // SAFETY: stype says ze_external_memory_export_fd_t.
                 let x = unsafe { &mut *(e.ptr as *mut ze_external_memory_export_fd_t) };
                 let flags = x.flags;
+                if npu {
+                    if flags == stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF {
+                        x.fd = memory::export_fd(driver, ptr)?;
+                    }
+                    continue;
+                }
                 if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD) == 0 {
                     return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
                 }
@@ -122,17 +132,32 @@ ze_api! {
         }
         Ok(())
     }
+    /// GPU: the allocation's base (its GPU address is its CPU address for USM) and size. NPU
+    /// (linux-npu-driver `memory.cpp` `getMemAddressRange`): the NPU-side address of the buffer, not
+    /// the CPU pointer, and its size; unknown → `ZE_RESULT_ERROR_NOT_AVAILABLE`.
     fn zeMemGetAddressRange(ctx: ze_context_handle_t, ptr: *const c_void, base: *mut *mut c_void, size: *mut usize) {
         // SAFETY: handle validated.
         let c = unsafe { context_from(ctx) }?;
-        let i = memory::lookup(c.driver(), ptr).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+        if ptr.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        let (b, n) = match c.driver() {
+            DriverKind::Npu => {
+                let i = memory::lookup_in(DriverKind::Npu, ctx as usize, ptr).ok_or(ZE_RESULT_ERROR_NOT_AVAILABLE)?;
+                (i.device_va as usize, i.size)
+            }
+            DriverKind::Gpu => {
+                let i = memory::lookup(DriverKind::Gpu, ptr).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+                (i.base, i.size)
+            }
+        };
         // SAFETY: optional out-parameters from the caller.
         unsafe {
             if !base.is_null() {
-                *base = i.base as *mut c_void;
+                *base = b as *mut c_void;
             }
             if !size.is_null() {
-                *size = i.size;
+                *size = n;
             }
         }
         Ok(())

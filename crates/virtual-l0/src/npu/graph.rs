@@ -66,6 +66,9 @@ pub struct Graph {
     pub native: Vec<u8>,
     compiled: engine::Compiled,
     pending: Mutex<Pending>,
+    /// The NPU context the graph was created on: its arguments are looked up there, as the real
+    /// driver resolves buffer objects per context (`elf_parser.cpp` `applyInputOutputs`).
+    pub context: usize,
 }
 
 impl Graph {
@@ -98,26 +101,40 @@ impl Graph {
     /// lie inside an allocation or import of the NPU driver, with room for the whole tensor. Counts the
     /// arguments that are imports (`npu.graph_args.dma_buf`, `npu.graph_args.sysmem`): those
     /// executions read or wrote the producer's memory itself.
-    fn check_args(&self, args: &[usize]) -> Result<(), String> {
+    fn check_args(&self, args: &[usize]) -> Result<(), (ze_result_t, String)> {
+        let refuse = |e: String| (ZE_RESULT_ERROR_INVALID_ARGUMENT, e);
         let mut fd = 0;
         let mut sys = 0;
         for (i, (&a, arg)) in args.iter().zip(&self.args).enumerate() {
             if a == 0 {
-                return Err(format!("graph argument {i} ({:?}) was never set", arg.name));
+                return Err(refuse(format!("graph argument {i} ({:?}) was never set", arg.name)));
             }
             let bytes = arg.shape.iter().product::<u64>() as usize * arg.device.size;
-            let info = crate::memory::lookup(DriverKind::Npu, a as *const c_void).ok_or_else(|| {
-                format!(
-                    "graph argument {i} ({:?}) at {a:#x} is not memory of the NPU driver (allocate or import it first)",
+            let info = crate::memory::lookup_in(DriverKind::Npu, self.context, a as *const c_void).ok_or_else(|| {
+                refuse(format!(
+                    "graph argument {i} ({:?}) at {a:#x} is not memory of the graph's NPU context (allocate or import it first)",
                     arg.name
-                )
+                ))
             })?;
+            // Inferred from the kernel: the job's MMU access faults and the job fails.
+            if info.poisoned {
+                return Err((ZE_RESULT_ERROR_UNKNOWN, format!(
+                    "graph argument {i} ({:?}) at {a:#x} is a dma-buf import whose handle was closed when another import of the same buffer in this context was freed",
+                    arg.name
+                )));
+            }
+            if !arg.input && info.read_only {
+                return Err((ZE_RESULT_ERROR_DEVICE_LOST, format!(
+                    "graph output {i} ({:?}) at {a:#x} is read-only for the NPU (imported write-combined, as OpenVINO imports TensorType::Input memory): the NPU's write faults",
+                    arg.name
+                )));
+            }
             if a + bytes > info.base + info.size {
-                return Err(format!(
+                return Err(refuse(format!(
                     "graph argument {i} ({:?}) needs {bytes} bytes at {a:#x} but its allocation ends at {:#x}",
                     arg.name,
                     info.base + info.size
-                ));
+                )));
             }
             match info.origin {
                 crate::memory::Origin::ImportedFd => fd += 1,
@@ -137,9 +154,9 @@ impl Graph {
 
 impl GraphExecutable for Graph {
     fn execute(&self, args: &[usize]) -> ze_result_t {
-        if let Err(e) = self.check_args(args) {
+        if let Err((code, e)) = self.check_args(args) {
             eprintln!("[virtual NPU] graph execution refused: {e}");
-            return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+            return code;
         }
         match self.compiled.infer(args) {
             Ok(()) => {
@@ -433,6 +450,7 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
         native,
         compiled,
         pending: Mutex::new(Pending { global: vec![0; n], per_thread: HashMap::new() }),
+        context: 0,
     })
 }
 
@@ -487,6 +505,7 @@ unsafe fn create_graph(
             // Registered with the first graph, so they read 0 rather than "unknown" before any execution.
             crate::counters::add("npu.graph_args.dma_buf", 0);
             crate::counters::add("npu.graph_args.sysmem", 0);
+            let g = Graph { context: h_context as usize, ..g };
             *out_graph =
                 create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
             (Ok(()), text)
@@ -640,7 +659,9 @@ unsafe extern "C" fn pfnGetProperties2(hGraph: ze_graph_handle_t, p: *mut ze_gra
         // SAFETY: caller-provided out-parameter.
         let p = unsafe { out(p) }?;
         p.numGraphArgs = g.graph.args.len() as u32;
-        p.initStageRequired = 0;
+        // linux-npu-driver graph.cpp getProperties2/3: always INITIALIZE, so the plugin calls
+        // pfnGraphInitialize.
+        p.initStageRequired = ZE_GRAPH_STAGE_INITIALIZE;
         Ok(())
     })
 }
@@ -652,7 +673,9 @@ unsafe extern "C" fn pfnGetProperties3(hGraph: ze_graph_handle_t, p: *mut ze_gra
         // SAFETY: caller-provided out-parameter.
         let p = unsafe { out(p) }?;
         p.numGraphArgs = g.graph.args.len() as u32;
-        p.initStageRequired = 0;
+        // linux-npu-driver graph.cpp getProperties2/3: always INITIALIZE, so the plugin calls
+        // pfnGraphInitialize.
+        p.initStageRequired = ZE_GRAPH_STAGE_INITIALIZE;
         // The graph keeps its own copy of the IR: the caller's (possibly persistent) buffer may be freed.
         p.flags = ZE_GRAPH_PROPERTIES_FLAG_COMPILED | ZE_GRAPH_PROPERTIES_FLAG_NO_STANDARD_ALLOCATION;
         Ok(())
@@ -1093,6 +1116,9 @@ unsafe extern "C" fn pfnGraphInitialize(hGraph: ze_graph_handle_t) -> ze_result_
     guard("pfnGraphInitialize", || {
         // SAFETY: handle validation.
         unsafe { graph_from(hGraph) }?;
+        // The real driver parses the blob here (no command is submitted); this graph was parsed at
+        // creation. Counted so tests see the plugin take the INITIALIZE path.
+        crate::counters::add("npu.graph_initializations", 1);
         Ok(())
     })
 }
