@@ -6,6 +6,8 @@
 #include <sycl/ext/oneapi/memory_export.hpp>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -27,6 +29,13 @@ DeviceType to_device_type(sycl::info::device_type t) {
     case sycl::info::device_type::custom: return DeviceType::custom;
     default: return DeviceType::unknown;
   }
+}
+
+// A duplicate of fd (close-on-exec), or an exception naming what it was for.
+int dup_fd(int fd, const char* what) {
+  int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (d < 0) throw std::runtime_error(std::string(what) + ": duplicating fd " + std::to_string(fd) + " failed");
+  return d;
 }
 
 std::string context_where(const char* what, std::size_t a, std::size_t b) {
@@ -319,10 +328,26 @@ void* alloc_exportable_device_mem(std::size_t size, std::size_t alignment, const
   return p;
 }
 
+bool gpu_driver_closes_imported_fds(const sycl::device& dev) {
+  if (dev.get_backend() != L0) return false;
+  // UR reports the L0 driverVersion as "major.minor.build"; compute-runtime's build is the last part.
+  std::string v = dev.get_info<sycl::info::device::driver_version>();
+  auto dot = v.rfind('.');
+  unsigned long build = 0;
+  try {
+    build = std::stoul(dot == std::string::npos ? v : v.substr(dot + 1));
+  } catch (...) {
+    return false;
+  }
+  return build >= kComputeRuntimeImportClosesFdBuild;
+}
+
 int export_dma_buf(void* ptr, const sycl::device& dev, const sycl::context& ctx) {
+  // The runtime returns the GPU driver's own fd (compute-runtime caches one per allocation and
+  // closes it in zeMemFree; UR passes it through): hand out a duplicate the caller owns.
   int fd = syclex::export_device_mem_handle<syclex::external_mem_handle_type::dma_buf>(ptr, dev, ctx);
   if (fd < 0) throw std::runtime_error("export_device_mem_handle<dma_buf> returned fd " + std::to_string(fd));
-  return fd;
+  return dup_fd(fd, "export_device_mem_handle<dma_buf>");
 }
 
 void free_exportable_device_mem(void* ptr, const sycl::device& dev, const sycl::context& ctx) {
@@ -332,11 +357,19 @@ void free_exportable_device_mem(void* ptr, const sycl::device& dev, const sycl::
 ImportedLinearMemory import_dma_buf(int fd, std::size_t size, const sycl::device& dev, const sycl::context& ctx) {
   if (fd < 0) throw std::invalid_argument("import_external_memory: invalid fd " + std::to_string(fd));
   if (size == 0) throw std::invalid_argument("import_external_memory: size 0");
+  // A driver that closes what it imports gets a duplicate, so the caller's fd stays the caller's.
+  const bool consumed = gpu_driver_closes_imported_fds(dev);
+  const int given = consumed ? dup_fd(fd, "import_external_memory") : fd;
   syclex::external_mem_descriptor<syclex::resource_fd> desc{
-      syclex::resource_fd{fd}, syclex::external_mem_handle_type::dma_buf, size};
+      syclex::resource_fd{given}, syclex::external_mem_handle_type::dma_buf, size};
   ImportedLinearMemory out;
   out.size = size;
-  out.external = syclex::import_external_memory(desc, dev, ctx);
+  try {
+    out.external = syclex::import_external_memory(desc, dev, ctx);
+  } catch (...) {
+    if (consumed) ::close(given);  // a failed import does not consume it
+    throw;
+  }
   try {
     out.ptr = syclex::map_external_linear_memory(out.external, 0, size, dev, ctx);
     if (out.ptr == nullptr) throw std::runtime_error("map_external_linear_memory returned nullptr");

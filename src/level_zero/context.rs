@@ -143,8 +143,11 @@ impl Context {
     }
 
     /// `zeMemGetAllocProperties`: what the driver knows about `ptr` in this context. A pointer it
-    /// does not know (plain process memory, another driver's memory) is `kind: Unknown, id: 0`.
-    /// Interior pointers resolve to their allocation.
+    /// does not know (plain process memory, another driver's or another context's memory) is
+    /// `kind: Unknown, id: 0`: GPU drivers answer that with SUCCESS and `ZE_MEMORY_TYPE_UNKNOWN`, the
+    /// NPU driver with `ZE_RESULT_ERROR_NOT_AVAILABLE` (linux-npu-driver `memory.cpp`), and both mean
+    /// the same. Interior pointers resolve to their allocation. The NPU driver never reports the
+    /// device, so `device` is `None` there.
     // The driver only looks the address up; it never dereferences it, so any value is safe.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn memory_properties(&self, ptr: *const c_void) -> Result<AllocationInfo> {
@@ -156,6 +159,9 @@ impl Context {
         let mut device: sys::ze_device_handle_t = std::ptr::null_mut();
         // SAFETY: a live context, any pointer value (it is only looked up), valid outputs.
         let r = unsafe { api.zeMemGetAllocProperties(self.handle, ptr, &mut p, &mut device) };
+        if r == sys::ZE_RESULT_ERROR_NOT_AVAILABLE {
+            return Ok(AllocationInfo { kind: MemoryKind::Unknown, id: 0, page_size: 0, device: None });
+        }
         check(r, "zeMemGetAllocProperties")?;
         Ok(AllocationInfo {
             kind: MemoryKind::from_raw(p.type_),
@@ -166,7 +172,9 @@ impl Context {
         })
     }
 
-    /// `zeMemGetAddressRange`: the base and size of the allocation that contains `ptr`.
+    /// `zeMemGetAddressRange`: the base and size of the allocation that contains `ptr`, **in the
+    /// device's address space**: on the GPU that is the CPU address of USM, on the NPU it is the
+    /// NPU's own address of the buffer (linux-npu-driver `getMemAddressRange`), not a CPU pointer.
     // As memory_properties: a lookup, never a dereference.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn address_range(&self, ptr: *const c_void) -> Result<(*mut c_void, usize)> {

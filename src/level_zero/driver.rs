@@ -58,7 +58,38 @@ pub struct Extension {
     pub version: u32,
 }
 
+/// Who owns the dma-buf fds of a driver's exports and imports: it differs between Intel's drivers
+/// (and compute-runtime releases), so the crate asks [`Driver::fd_rules`] instead of assuming.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdRules {
+    /// The export query returns the driver's own fd (the same number every time, closed by
+    /// `zeMemFree`): compute-runtime (`DrmAllocation::peekInternalHandle`). Otherwise every query
+    /// returns a new fd the caller owns: linux-npu-driver (`VPUBufferObject::exportToFd`).
+    pub export_fd_owned_by_driver: bool,
+    /// A successful import closes the fd it was given: compute-runtime from build 37833
+    /// (26.14.37833.4, `Context::allocDeviceMem` / `allocHostMem` → `closeExternalHandle`). The NPU
+    /// driver never closes it.
+    pub import_closes_fd: bool,
+}
+
+/// The first compute-runtime build whose dma-buf imports close the caller's fd.
+pub const COMPUTE_RUNTIME_IMPORT_CLOSES_FD_BUILD: u32 = 37833;
+
 impl Driver {
+    /// The fd rules of this driver: the NPU driver (by its uuid) owns nothing the caller gets;
+    /// any other (Intel's GPU driver, compute-runtime) owns its export fds and, from build 37833 (the
+    /// low 16 bits of `driverVersion`), closes imported fds.
+    pub fn fd_rules(&self) -> Result<FdRules> {
+        let p = self.properties()?;
+        if p.uuid == INTEL_NPU_DRIVER_UUID {
+            return Ok(FdRules { export_fd_owned_by_driver: false, import_closes_fd: false });
+        }
+        Ok(FdRules {
+            export_fd_owned_by_driver: true,
+            import_closes_fd: p.driver_version & 0xffff >= COMPUTE_RUNTIME_IMPORT_CLOSES_FD_BUILD,
+        })
+    }
+
     /// Every GPU and NPU driver: `zeInitDrivers(GPU|NPU)` when the loader has it (≥ 1.18), otherwise
     /// `zeInit(0)` and `zeDriverGet`. Calling this again is cheap and returns the same handles.
     ///

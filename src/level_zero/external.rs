@@ -1,18 +1,21 @@
 //! External memory: dma-buf export and import.
 //!
-//! **Who owns the fd.**
+//! **Who owns the fd** (the drivers differ; [`Driver::fd_rules`](super::Driver::fd_rules) says which
+//! rule a driver follows, and these functions follow it):
 //! - [`L0Allocation::export_dma_buf`] returns an [`OwnedFd`]: the caller owns it and closes it
-//!   (dropping it does). The exported buffer stays valid while either the allocation or any fd to
-//!   it (or any import of it) lives.
-//! - [`Context::import_dma_buf`] borrows the fd: the driver makes its own reference to the buffer
-//!   (Intel's drivers and the virtual platform do; Level Zero itself does not say), so the caller
-//!   keeps ownership and may close the fd after the call returns.
+//!   (dropping it does). Where the driver's export fd is its own (compute-runtime: one fd per
+//!   allocation, closed by `zeMemFree`) the caller gets a duplicate; the NPU driver's export is a new
+//!   fd already. The exported buffer stays valid while either the allocation or any fd to it (or
+//!   any import of it) lives.
+//! - [`Context::import_dma_buf`] borrows the fd: the driver makes its own reference to the buffer,
+//!   so the caller keeps ownership and may close the fd after the call returns. A driver that closes
+//!   what it imports (compute-runtime 26.14.37833 on) is given a duplicate.
 //! - [`Context::import_dma_buf_owned`] takes the fd by value and keeps it open for as long as the
 //!   allocation lives; it is closed exactly once, after `zeMemFree`. Use it when you do not want to
 //!   rely on the driver's reference.
 
 use std::fmt;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
 use super::{api, check, sys, Context, Device, L0Allocation};
@@ -156,13 +159,20 @@ impl Context {
                 ));
             }
         }
+        // A driver that closes the fd of a successful import gets a duplicate of ours; on failure the
+        // duplicate is still ours and closes when `given` drops.
+        let mut given = None;
+        if self.driver().fd_rules()?.import_closes_fd {
+            // SAFETY: `fd` is open for the duration of the call (caller contract).
+            given = Some(dup_cloexec(unsafe { BorrowedFd::borrow_raw(fd) })?);
+        }
         let import = sys::ze_external_memory_import_fd_t {
             stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD,
             pNext: std::ptr::null(),
             flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
-            fd,
+            fd: given.as_ref().map_or(fd, |g| g.as_raw_fd()),
         };
-        match device {
+        let result = match device {
             Some(device) => {
                 let desc = sys::ze_device_mem_alloc_desc_t {
                     stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
@@ -182,15 +192,25 @@ impl Context {
                 // SAFETY: as above.
                 unsafe { self.alloc_host_with(&desc, size, 4096, keep) }
             }
+        };
+        if let (Ok(_), Some(g)) = (&result, given) {
+            // The driver closed it.
+            let _ = g.into_raw_fd();
         }
+        result
     }
+}
+
+/// `fcntl(F_DUPFD_CLOEXEC)`: a new fd for the same open file.
+fn dup_cloexec(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
+    fd.try_clone_to_owned().map_err(|e| Error::invalid_argument(format!("duplicating fd {}: {e}", fd.as_raw_fd())))
 }
 
 impl L0Allocation {
     /// Exports the allocation as a dma-buf fd (`zeMemGetAllocProperties` with
     /// `ze_external_memory_export_fd_t{DMA_BUF}`). Each call returns a new fd that the caller owns
-    /// and closes; the allocation must have been made with
-    /// [`Context::alloc_device_exportable`].
+    /// and closes (a duplicate where the driver keeps its export fd); the allocation must have been
+    /// made with [`Context::alloc_device_exportable`].
     pub fn export_dma_buf(&self) -> Result<OwnedFd> {
         let api = api()?;
         let mut export = sys::ze_external_memory_export_fd_t {
@@ -214,7 +234,11 @@ impl L0Allocation {
                 "the driver returned no fd for the export (was the memory allocated with alloc_device_exportable?)",
             ));
         }
-        // SAFETY: the driver returned a new fd that the caller (we) owns, per the export contract.
+        if self.context().driver().fd_rules()?.export_fd_owned_by_driver {
+            // SAFETY: the driver's own open fd, valid while the allocation lives (it does: &self).
+            return dup_cloexec(unsafe { BorrowedFd::borrow_raw(export.fd) });
+        }
+        // SAFETY: this driver returned a new fd that the caller (we) owns (module docs).
         Ok(unsafe { OwnedFd::from_raw_fd(export.fd) })
     }
 }

@@ -140,25 +140,28 @@ impl NpuContext {
         if needed > byte_len {
             return Err(Error::size(format!("CPU_VA {element_type} tensor of shape {shape}"), needed, byte_len));
         }
-        let known = self.level_zero_context().memory_properties(ptr)?;
+        let l0 = self.level_zero_context();
+        let known = l0.memory_properties(ptr)?;
         if known.kind != MemoryKind::Unknown {
             // Already an allocation (or import) of the plugin's context: the plugin does not import
             // it again but reuses the allocation found by its id, at the allocation's START
             // (measured with 2026.4.1: the tensor's MEM_HANDLE is the base, and the graph reads
-            // from there). An interior pointer would silently give the wrong bytes.
-            let (base, size) = self.level_zero_context().address_range(ptr)?;
-            if base != ptr {
+            // from there). An interior pointer would silently give the wrong bytes. Only ids are
+            // compared: the driver's address ranges are NPU addresses, not CPU pointers.
+            let start = ptr as usize;
+            if start > 0 && l0.memory_properties((start - 1) as *const c_void)?.id == known.id {
                 return Err(Error::unsupported(
                     "CPU_VA",
                     format!(
-                        "{ptr:p} lies {} bytes into an existing allocation of the NPU context ({base:p}, {size} bytes, \
-                         {:?}); OpenVINO's NPU plugin reuses such an allocation from its start and would silently \
-                         use the bytes at {base:p}. Pass the allocation's start, or use a separate page-aligned buffer",
-                        ptr as usize - base as usize,
-                        known.kind
+                        "{ptr:p} lies inside (not at the start of) an existing allocation of the NPU context ({:?}, id {}); \
+                         OpenVINO's NPU plugin reuses such an allocation from its start and would silently use other \
+                         bytes. Pass the allocation's start, or use a separate page-aligned buffer",
+                        known.kind, known.id
                     ),
                 ));
             }
+            // The size is the driver's allocation size (the base it reports is an NPU address).
+            let (_, size) = l0.address_range(ptr)?;
             if needed > size {
                 return Err(Error::size(
                     format!("CPU_VA {element_type} tensor of shape {shape} inside an existing NPU allocation"),

@@ -648,9 +648,12 @@ impl Parts {
                 tensor_type,
             )
         }
-        .map_err(|e| match import_context {
-            Some(c) => e.context(c),
-            None => e,
+        .map_err(|e| {
+            let e = if matches!(e.kind(), ErrorKind::OpenVino { .. }) { gpu_usm_not_pinnable(usm, e) } else { e };
+            match import_context {
+                Some(c) => e.context(c),
+                None => e,
+            }
         })?;
         self.shared(tensor, kind, ptr, len)
     }
@@ -708,3 +711,20 @@ pub(crate) fn sizes(element_type: ElementType, shape: &Shape) -> Result<(usize, 
 
 /// The shape of the probe tensor: 4096 bytes.
 pub(crate) const PROBE_SHAPE: [usize; 1] = [PAGE_SIZE];
+
+/// The NPU refused to import SYCL host or shared USM. On Intel laptops compute-runtime backs those
+/// with a CPU mapping of GPU buffer objects (`drm_memory_manager.cpp` `createAllocWithAlignment`,
+/// mmap of the DRM fd), which the NPU's kernel driver cannot pin (`pin_user_pages(FOLL_LONGTERM)`
+/// refuses `VM_PFNMAP|VM_IO` mappings): a typed `Unsupported` naming what works instead.
+fn gpu_usm_not_pinnable(usm: UsmKind, cause: Error) -> Error {
+    Error::unsupported(
+        "CPU_VA",
+        format!(
+            "the NPU driver could not import this SYCL {usm:?} USM as system memory: Intel's GPU driver maps host and \
+             shared USM from GPU buffer objects, which the NPU's kernel driver cannot pin. Zero-copy works with the \
+             dma-buf strategy (DmaBuf, what Auto picks); CPU_VA works with ordinary page-aligned process memory \
+             (PageAlignedBuffer, NpuContext::cpu_va_tensor) that SYCL copies into"
+        ),
+    )
+    .with_source(cause)
+}

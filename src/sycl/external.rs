@@ -3,10 +3,12 @@
 //! # Who closes which file descriptor
 //! - [`ExportableDeviceMemory::export_dma_buf`] returns a **new** fd per call as an [`OwnedFd`]: the
 //!   caller owns it and it is closed when that `OwnedFd` is dropped (or by whoever the caller hands it
-//!   to with `into_raw_fd`). The allocation does not keep it open and does not need it to stay open.
+//!   to with `into_raw_fd`). It is a duplicate: the runtime's own fd belongs to the GPU driver
+//!   (compute-runtime keeps one per allocation and closes it when the memory is freed).
 //! - [`ImportedMemory::import_dma_buf`] takes the fd **by value** and keeps it open until after
 //!   `unmap_external_linear_memory` and `release_external_memory` have run in `Drop`; then it closes
-//!   it. Pass a `try_clone()` of your fd if you need to keep one.
+//!   it. A GPU driver that closes imported fds (compute-runtime 26.14.37833 on) is given a duplicate,
+//!   so this fd is never closed twice. Pass a `try_clone()` of your fd if you need to keep one.
 
 use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -72,8 +74,8 @@ impl ExportableDeviceMemory {
         if fd < 0 {
             return Err(Error::sycl(format!("export_device_mem_handle<dma_buf> returned fd {fd}")));
         }
-        // SAFETY: the runtime returns a new descriptor per export (dup of the driver's), owned by the
-        // caller (dpcpp-level-zero.md §6); nobody else closes it.
+        // SAFETY: the shim returns a duplicate it made of the runtime's fd (which stays the GPU
+        // driver's, closed when the memory is freed); nobody else holds or closes the duplicate.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
