@@ -178,6 +178,8 @@ struct OpenVinoInfo {
 
 struct NpuInfo {
     device_name: String,
+    device_id: u32,
+    generation: Option<npu_sycl_bridge::npu::LaptopGeneration>,
     driver_version: u32,
     api_version: String,
     fd_import: bool,
@@ -581,6 +583,8 @@ fn gather(force_virtual: bool) -> Result<Report> {
             let c = npu.capabilities();
             npu_info = Ok(NpuInfo {
                 device_name: c.device_name.clone(),
+                device_id: c.device_id,
+                generation: c.generation,
                 driver_version: c.driver_version,
                 api_version: c.api_version.to_string(),
                 fd_import: c.fd_import,
@@ -644,6 +648,14 @@ fn wrap(text: &str, width: usize, indent: &str) -> String {
         let _ = writeln!(out, "{indent}{line}");
     }
     out
+}
+
+/// "Lunar Lake (NPU 0x643e, NPU 40xx)", from the NPU's device id.
+fn laptop(n: &NpuInfo) -> String {
+    match n.generation {
+        Some(g) => format!("{g} (NPU {:#06x}, {})", n.device_id, g.npu_family()),
+        None => format!("not a known Core Ultra generation (NPU device id {:#06x})", n.device_id),
+    }
 }
 
 fn yes(b: bool) -> &'static str {
@@ -759,6 +771,7 @@ fn table(r: &Report) -> String {
     }
     match &r.npu {
         Ok(n) => {
+            let _ = writeln!(o, "  LAPTOP   {}", laptop(n));
             let _ = writeln!(
                 o,
                 "  NPU context: device {:?}, driver version {:#x}, API {}; dma-buf import {}, system-memory (CPU_VA) \
@@ -977,6 +990,8 @@ fn json(r: &Report) -> Json {
             match &r.npu {
                 Ok(n) => Json::Obj(vec![
                     ("device_name", Json::str(n.device_name.clone())),
+                    ("device_id", Json::Num(n.device_id as u64)),
+                    ("laptop", Json::opt_str(n.generation.map(|g| g.to_string()))),
                     ("driver_version", Json::Num(n.driver_version as u64)),
                     ("api_version", Json::str(n.api_version.clone())),
                     ("dma_buf_import", Json::Bool(n.fd_import)),

@@ -29,6 +29,10 @@ pub struct NpuCapabilities {
     pub driver_version: u32,
     /// The device's name.
     pub device_name: String,
+    /// The NPU's PCI device id.
+    pub device_id: u32,
+    /// The laptop generation that id names, if it is one this crate knows.
+    pub generation: Option<super::LaptopGeneration>,
 }
 
 /// OpenVINO's NPU context (the plugin's one Level Zero context per [`Core`]) together with the
@@ -129,6 +133,8 @@ impl NpuContext {
             api_version: driver.api_version()?,
             driver_version: drv.driver_version,
             device_name: dprops.name,
+            device_id: dprops.device_id,
+            generation: super::LaptopGeneration::from_npu_device_id(dprops.device_id),
         };
         Ok(NpuContext { inner: Arc::new(Inner { remote, l0: Arc::new(l0), device, caps }) })
     }

@@ -56,6 +56,7 @@
 
 mod buffer;
 mod context;
+mod generation;
 mod tensors;
 
 // For the sharing strategies (feature `sycl`), which size their allocations as these paths do.
@@ -63,6 +64,7 @@ mod tensors;
 pub(crate) use self::buffer::round_up_to_page;
 pub use self::buffer::{PageAlignedBuffer, PAGE_SIZE};
 pub use self::context::{NpuCapabilities, NpuContext};
+pub use self::generation::LaptopGeneration;
 pub use self::tensors::dup_fd;
 #[cfg(feature = "sycl")]
 pub(crate) use self::tensors::tensor_bytes;

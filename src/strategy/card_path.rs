@@ -159,9 +159,11 @@ fn no_sycl_platform(l0_context: &level_zero::Context, npu: &NpuContext) -> Error
              driver is never a SYCL platform and no SYCL device matches its context; a SYCL context of one \
              driver with devices of another is invalid (make_context: UR adapter v2 throws \
              UR_RESULT_ERROR_INVALID_ARGUMENT, v1 fails later: malloc_shared returns null and teardown \
-             crashes). Use the strategies that work: dma-buf (DmaBuf: SYCL exportable device memory -> \
-             dma-buf fd -> NPU SHARED_BUF, what Intel recommends on Linux) or CPU_VA (CpuVa: page-aligned \
-             SYCL host/shared USM -> NPU CPU_VA import), or let Auto choose"
+             crashes). Use the strategy that works on every laptop generation: dma-buf (DmaBuf: SYCL \
+             exportable device memory -> dma-buf fd -> NPU SHARED_BUF, what Intel recommends on Linux), or the \
+             NPU→SYCL copy (NpuToSycl), or let Auto choose. CPU_VA (CpuVa) of SYCL host/shared USM does not \
+             work: the NPU cannot pin the GPU driver's USM; CPU_VA of page-aligned process memory does on NPU \
+             40xx+ (NpuContext::cpu_va_tensor)"
         ),
     )
 }
