@@ -11,6 +11,7 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
 use level_zero_sys::*;
+use npu_sycl_bridge::npu::PageAlignedBuffer;
 use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
 
 const CHILD_ENV: &str = "VL0_TEST_CHILD";
@@ -92,8 +93,9 @@ fn dlsym(name: &str) -> *mut c_void {
     }
 }
 
-/// Runs `inner::<name>` in a child process with `env`, asserting success and that it ran.
-fn run_child(name: &str, env: &[(&str, &str)]) {
+/// Runs `inner::<name>` in a child process with `env`, asserting success and that it ran; returns
+/// the child's stderr.
+fn run_child(name: &str, env: &[(&str, &str)]) -> String {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", &format!("inner::{name}"), "--nocapture", "--test-threads=1"]).env(CHILD_ENV, name);
     for (k, v) in env {
@@ -107,19 +109,25 @@ fn run_child(name: &str, env: &[(&str, &str)]) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn ok(r: ze_result_t, what: &str) {
     assert_eq!(r, ZE_RESULT_SUCCESS, "{what} returned {r:#x}");
 }
 
+fn init_desc(flags: u32) -> ze_init_driver_type_desc_t {
+    let mut desc: ze_init_driver_type_desc_t = zeroed();
+    desc.stype = ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC;
+    desc.flags = flags;
+    desc
+}
+
 /// Both drivers via zeInitDrivers (does not touch zeInit visibility): (gpu, npu).
 fn drivers() -> (ze_driver_handle_t, ze_driver_handle_t) {
     let a = api();
     let get = |flags| {
-        let mut desc: ze_init_driver_type_desc_t = zeroed();
-        desc.stype = ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC;
-        desc.flags = flags;
+        let mut desc = init_desc(flags);
         let mut n = 1u32;
         let mut h: ze_driver_handle_t = std::ptr::null_mut();
         // SAFETY: valid descriptor, count and one-element array.
@@ -147,6 +155,18 @@ fn context(d: ze_driver_handle_t) -> ze_context_handle_t {
     c
 }
 
+fn free(ctx: ze_context_handle_t, p: *mut c_void) {
+    // SAFETY: an allocation of `ctx`, no longer used.
+    ok(unsafe { api().zeMemFree(ctx, p) }, "zeMemFree");
+}
+
+fn destroy_contexts(cs: &[ze_context_handle_t]) {
+    for &c in cs {
+        // SAFETY: a context of this test, no longer used.
+        ok(unsafe { api().zeContextDestroy(c) }, "zeContextDestroy");
+    }
+}
+
 fn host_desc(p_next: *const c_void) -> ze_host_mem_alloc_desc_t {
     let mut d: ze_host_mem_alloc_desc_t = zeroed();
     d.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC;
@@ -161,13 +181,157 @@ fn dev_desc(p_next: *const c_void) -> ze_device_mem_alloc_desc_t {
     d
 }
 
-fn alloc_props(ctx: ze_context_handle_t, p: *const c_void) -> (ze_memory_allocation_properties_t, ze_device_handle_t) {
+/// `zeMemGetAllocProperties` with the result; the out-parameters start as sentinels (type
+/// FORCE_UINT32, id and device all ones) so a test can tell what was written.
+fn try_alloc_props(
+    ctx: ze_context_handle_t,
+    p: *const c_void,
+) -> (ze_result_t, ze_memory_allocation_properties_t, ze_device_handle_t) {
     let mut props: ze_memory_allocation_properties_t = zeroed();
     props.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
-    let mut dev: ze_device_handle_t = std::ptr::null_mut();
+    (props.type_, props.id) = (ZE_MEMORY_TYPE_FORCE_UINT32, u64::MAX);
+    let mut dev = usize::MAX as ze_device_handle_t;
     // SAFETY: valid out-parameters.
-    ok(unsafe { api().zeMemGetAllocProperties(ctx, p, &mut props, &mut dev) }, "zeMemGetAllocProperties");
+    let r = unsafe { api().zeMemGetAllocProperties(ctx, p, &mut props, &mut dev) };
+    (r, props, dev)
+}
+
+fn alloc_props(ctx: ze_context_handle_t, p: *const c_void) -> (ze_memory_allocation_properties_t, ze_device_handle_t) {
+    let (r, props, dev) = try_alloc_props(ctx, p);
+    ok(r, "zeMemGetAllocProperties");
     (props, dev)
+}
+
+/// linux-npu-driver `memory.cpp` `Context::getMemAllocProperties`: a pointer the NPU context does not
+/// know is `ZE_RESULT_ERROR_NOT_AVAILABLE` and nothing is written.
+fn assert_npu_unknown(nctx: ze_context_handle_t, p: *const c_void) {
+    let (r, props, dev) = try_alloc_props(nctx, p);
+    assert_eq!(r, ZE_RESULT_ERROR_NOT_AVAILABLE, "{p:?}");
+    assert_eq!((props.type_, props.id, dev as usize), (ZE_MEMORY_TYPE_FORCE_UINT32, u64::MAX, usize::MAX), "written");
+}
+
+/// `zeDeviceGetProperties` (stype DEVICE_PROPERTIES) with `p_next` as its chain.
+fn device_props(dev: ze_device_handle_t, p_next: *mut c_void) -> (ze_result_t, ze_device_properties_t) {
+    let mut p: ze_device_properties_t = zeroed();
+    p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+    p.pNext = p_next;
+    // SAFETY: valid handle, out-parameter and chain.
+    (unsafe { api().zeDeviceGetProperties(dev, &mut p) }, p)
+}
+
+/// The device's `ze_device_ip_version_ext_t::ipVersion`.
+fn ip_version(dev: ze_device_handle_t) -> u32 {
+    let mut ip: ze_device_ip_version_ext_t = zeroed();
+    ip.stype = ZE_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT;
+    ok(device_props(dev, (&mut ip as *mut ze_device_ip_version_ext_t).cast()).0, "zeDeviceGetProperties(ip)");
+    ip.ipVersion
+}
+
+/// The driver's extension names.
+fn extension_names(d: ze_driver_handle_t) -> Vec<String> {
+    let a = api();
+    let mut n = 0u32;
+    // SAFETY: valid handle; count query, then an array of n entries.
+    unsafe {
+        ok(a.zeDriverGetExtensionProperties(d, &mut n, std::ptr::null_mut()), "extensions");
+        let mut v: Vec<ze_driver_extension_properties_t> = (0..n).map(|_| zeroed()).collect();
+        ok(a.zeDriverGetExtensionProperties(d, &mut n, v.as_mut_ptr()), "extensions");
+        v.iter().map(|e| std::ffi::CStr::from_ptr(e.name.as_ptr()).to_string_lossy().into_owned()).collect()
+    }
+}
+
+/// `zeMemAllocHost` of `size` bytes, page-aligned, with `p_next` as the descriptor's chain: the
+/// result and the pointer.
+fn try_alloc_host(ctx: ze_context_handle_t, p_next: *const c_void, size: usize) -> (ze_result_t, *mut c_void) {
+    let hd = host_desc(p_next);
+    let mut out: *mut c_void = std::ptr::null_mut();
+    // SAFETY: valid descriptor and out-parameter; what the chain points to outlives the call.
+    (unsafe { api().zeMemAllocHost(ctx, &hd, size, 4096, &mut out) }, out)
+}
+
+fn alloc_host(ctx: ze_context_handle_t, p_next: *const c_void, size: usize) -> *mut c_void {
+    let (r, p) = try_alloc_host(ctx, p_next, size);
+    ok(r, "zeMemAllocHost");
+    p
+}
+
+/// A sysmem (userptr) import of `[p, p + len)` into `ctx`: the result and the pointer.
+fn sysmem_import(ctx: ze_context_handle_t, p: *const c_void, len: usize) -> (ze_result_t, *mut c_void) {
+    let d = Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: p, size: len as u64 };
+    try_alloc_host(ctx, (&d as *const Sysmem).cast(), len)
+}
+
+fn export_desc() -> ze_external_memory_export_desc_t {
+    let mut e: ze_external_memory_export_desc_t = zeroed();
+    e.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC;
+    e.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+    e
+}
+
+fn import_desc(fd: i32, flags: u32) -> ze_external_memory_import_fd_t {
+    let mut imp: ze_external_memory_import_fd_t = zeroed();
+    imp.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD;
+    imp.flags = flags;
+    imp.fd = fd;
+    imp
+}
+
+/// The dma-buf export fd of `p` (an exportable allocation of `ctx`'s driver).
+fn export_fd(ctx: ze_context_handle_t, p: *const c_void) -> i32 {
+    let (r, fd) = try_export_fd(ctx, p);
+    ok(r, "export query");
+    assert!(fd >= 0);
+    fd
+}
+
+/// A dma-buf export query of `p`: the result and the fd.
+fn try_export_fd(ctx: ze_context_handle_t, p: *const c_void) -> (ze_result_t, i32) {
+    let mut x: ze_external_memory_export_fd_t = zeroed();
+    x.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD;
+    x.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+    x.fd = -1;
+    let mut props: ze_memory_allocation_properties_t = zeroed();
+    props.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
+    props.pNext = (&mut x as *mut ze_external_memory_export_fd_t).cast();
+    // SAFETY: valid out-parameters.
+    let r = unsafe { api().zeMemGetAllocProperties(ctx, p, &mut props, std::ptr::null_mut()) };
+    (r, x.fd)
+}
+
+/// What `fd` refers to (device, inode), or None once it is closed. Comparing identities, not
+/// `F_GETFD`, keeps the check right when another test thread reuses the number.
+fn fd_identity(fd: i32) -> Option<(u64, u64)> {
+    let mut st: libc::stat = zeroed();
+    // SAFETY: a valid out-parameter.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+}
+
+/// Imports a new NPU dma-buf export into the GPU and answers whether the import closed the fd
+/// handed to it (compute-runtime context.cpp allocDeviceMem: `closeExternalHandle` after a
+/// successful import, from 26.14.37833.4 on). Closes the fd itself where the driver did not.
+fn gpu_import_closes_fd() -> bool {
+    let a = api();
+    let (gpu, npu) = drivers();
+    let (gctx, nctx, gdev) = (context(gpu), context(npu), device_of(gpu));
+    let e = export_desc();
+    let n = alloc_host(nctx, (&e as *const ze_external_memory_export_desc_t).cast(), 4096);
+    // SAFETY: valid handles, descriptors and out-parameters; the NPU export fd is ours.
+    unsafe {
+        let fd = export_fd(nctx, n);
+        let id = fd_identity(fd);
+        let imp = import_desc(fd, ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF);
+        let dd = dev_desc((&imp as *const ze_external_memory_import_fd_t).cast());
+        let mut g: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocDevice(gctx, &dd, 4096, 4096, gdev, &mut g), "GPU dma-buf import");
+        let closed = fd_identity(fd) != id;
+        if !closed {
+            libc::close(fd);
+        }
+        free(gctx, g);
+        free(nctx, n);
+        destroy_contexts(&[gctx, nctx]);
+        closed
+    }
 }
 
 #[test]
@@ -269,9 +433,7 @@ fn drivers_and_devices() {
     assert_ne!(gpu, npu);
     // SAFETY: valid handles and out-parameters throughout.
     unsafe {
-        let mut desc: ze_init_driver_type_desc_t = zeroed();
-        desc.stype = ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC;
-        desc.flags = u32::MAX;
+        let mut desc = init_desc(u32::MAX);
         let mut n = 0u32;
         ok(a.zeInitDrivers(&mut n, std::ptr::null_mut(), &mut desc), "zeInitDrivers(query)");
         assert_eq!(n, 2);
@@ -302,13 +464,20 @@ fn drivers_and_devices() {
         let mut p: ze_device_properties_t = zeroed();
         p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2;
         p.pNext = unknown.as_mut_ptr().cast();
+        // The GPU skips entries it does not know (compute-runtime device.cpp Device::getProperties).
         ok(a.zeDeviceGetProperties(gdev, &mut p), "zeDeviceGetProperties(gpu)");
-        assert_eq!((p.type_, p.vendorId, p.timerResolution), (ZE_DEVICE_TYPE_GPU, 0x8086, 1_000_000_000));
-        assert!(ip.ipVersion < 0x0500_4000, "v1 is the default adapter");
+        // DEVICE_PROPERTIES_1_2: the timer in cycles per second (compute-runtime device.cpp
+        // Device::getProperties, outProfilingTimerClock).
+        assert_eq!((p.type_, p.vendorId, p.timerResolution), (ZE_DEVICE_TYPE_GPU, 0x8086, 19_200_000));
+        // The default profile is Lunar Lake: LNL_B0 20.4.4 (compute-runtime aot platforms.h), so UR
+        // picks its v2 adapter (isBMGorNewer: ipVersion >= 0x05004000).
+        assert_eq!(ip.ipVersion, 0x0501_0004);
         p = zeroed();
         p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
         ok(a.zeDeviceGetProperties(ndev, &mut p), "zeDeviceGetProperties(npu)");
-        assert_eq!((p.type_, p.deviceId, p.timerResolution), (ZE_DEVICE_TYPE_VPU, 0x643E, 1));
+        // DEVICE_PROPERTIES: nanoseconds, 1e9 / 19.2 MHz on NPU 40xx (linux-npu-driver device.cpp
+        // Device::getProperties).
+        assert_eq!((p.type_, p.deviceId, p.timerResolution), (ZE_DEVICE_TYPE_VPU, 0x643E, 52));
         assert_ne!(p.flags & ZE_DEVICE_PROPERTY_FLAG_INTEGRATED, 0);
 
         let mut ext: ze_device_external_memory_properties_t = zeroed();
@@ -386,16 +555,16 @@ fn allocation_registry() {
                 "zeMemGetAddressRange",
             );
             assert_eq!((base, size), (p, 10_000));
-            // The other driver does not know it: UNKNOWN, id 0, SUCCESS.
-            let (foreign, _) = alloc_props(nctx, p);
-            assert_eq!((foreign.type_, foreign.id), (ZE_MEMORY_TYPE_UNKNOWN, 0));
+            // The NPU does not know it.
+            assert_npu_unknown(nctx, p);
             ptrs.push(p);
         }
         assert_eq!(vp().counter("gpu.live_allocations"), live0 + 3);
-        // A stack pointer is UNKNOWN too.
+        // A pointer the GPU does not know is SUCCESS with type UNKNOWN and nothing else written
+        // (compute-runtime context.cpp ContextImp::getMemAllocProperties).
         let x = 5u64;
         let (stack, _) = alloc_props(gctx, (&x as *const u64).cast());
-        assert_eq!((stack.type_, stack.id), (ZE_MEMORY_TYPE_UNKNOWN, 0));
+        assert_eq!((stack.type_, stack.id), (ZE_MEMORY_TYPE_UNKNOWN, u64::MAX));
         // zeMemFree of a foreign pointer fails; with the owner it works once.
         assert_eq!(a.zeMemFree(nctx, ptrs[0]), ZE_RESULT_ERROR_INVALID_ARGUMENT);
         let mut fd: ze_memory_free_ext_desc_t = zeroed();
@@ -412,8 +581,7 @@ fn allocation_registry() {
         let mut p: *mut c_void = std::ptr::null_mut();
         assert_eq!(a.zeMemAllocHost(gctx, &hd, 0, 0, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
         assert_eq!(a.zeMemAllocHost(gctx, &hd, 16, 3, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
-        ok(a.zeContextDestroy(gctx), "zeContextDestroy");
-        ok(a.zeContextDestroy(nctx), "zeContextDestroy");
+        destroy_contexts(&[gctx, nctx]);
     }
 }
 
@@ -430,9 +598,7 @@ fn dma_buf_export_and_import_share_pages() {
     const N: usize = 3 * 4096 + 100;
     // SAFETY: valid handles and descriptors; mappings used within their sizes; fds owned as documented.
     unsafe {
-        let mut export: ze_external_memory_export_desc_t = zeroed();
-        export.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC;
-        export.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+        let export = export_desc();
         let dd = dev_desc((&export as *const ze_external_memory_export_desc_t).cast());
         let mut g: *mut c_void = std::ptr::null_mut();
         ok(a.zeMemAllocDevice(gctx, &dd, N, 4096, gdev, &mut g), "exportable zeMemAllocDevice");
@@ -440,27 +606,19 @@ fn dma_buf_export_and_import_share_pages() {
         for (i, b) in gb.iter_mut().enumerate() {
             *b = (i % 251) as u8;
         }
-        // Export: the fd is ours; its own mmap sees the bytes.
-        let mut xfd: ze_external_memory_export_fd_t = zeroed();
-        xfd.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD;
-        xfd.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
-        xfd.fd = -1;
-        let mut props: ze_memory_allocation_properties_t = zeroed();
-        props.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
-        props.pNext = (&mut xfd as *mut ze_external_memory_export_fd_t).cast();
-        ok(a.zeMemGetAllocProperties(gctx, g, &mut props, std::ptr::null_mut()), "export query");
-        assert!(xfd.fd >= 0);
-        assert_eq!(vp().counter("gpu.exports.dma_buf"), exports0 + 1);
-        let m = libc::mmap(std::ptr::null_mut(), N, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, xfd.fd, 0);
+        // Export: the driver's one fd for the allocation, the same number on every query
+        // (compute-runtime DrmAllocation::peekInternalHandle caches it); its own mmap sees the bytes.
+        let fd = export_fd(gctx, g);
+        assert_eq!(export_fd(gctx, g), fd, "one cached fd per allocation");
+        let fd_id = fd_identity(fd);
+        assert_eq!(vp().counter("gpu.exports.dma_buf"), exports0 + 2);
+        let m = libc::mmap(std::ptr::null_mut(), N, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
         assert_ne!(m, libc::MAP_FAILED);
         let mb = std::slice::from_raw_parts_mut(m as *mut u8, N);
         assert_eq!(mb[..], gb[..]);
 
-        // Import into the NPU: the exact size, a second mapping of the same pages.
-        let mut imp: ze_external_memory_import_fd_t = zeroed();
-        imp.stype = ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD;
-        imp.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
-        imp.fd = xfd.fd;
+        // Import into the NPU: the whole buffer, a second mapping of the same pages.
+        let imp = import_desc(fd, ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF);
         let hd = host_desc((&imp as *const ze_external_memory_import_fd_t).cast());
         let mut n: *mut c_void = std::ptr::null_mut();
         ok(a.zeMemAllocHost(nctx, &hd, N, 4096, &mut n), "import zeMemAllocHost(npu)");
@@ -479,22 +637,22 @@ fn dma_buf_export_and_import_share_pages() {
         // Freeing the import unmaps only the NPU's mapping; the fd stays open and valid.
         ok(a.zeMemFree(nctx, n), "zeMemFree(import)");
         assert_eq!(vp().counter("npu.live_allocations"), nlive0);
-        assert!(libc::fcntl(xfd.fd, libc::F_GETFD) >= 0, "the caller's fd is not closed");
+        assert_eq!(fd_identity(fd), fd_id, "the NPU import leaves the fd open");
         assert_eq!(mb[17], 0xee);
+        // zeMemFree closes the export fd (compute-runtime Context::freeMem); the pages live on while
+        // our own mapping exists.
         ok(a.zeMemFree(gctx, g), "zeMemFree(export)");
-        // The pages live on while our own mapping exists.
+        assert_ne!(fd_identity(fd), fd_id, "zeMemFree closed the export fd");
         assert_eq!(mb[N - 1], 0x11);
         libc::munmap(m, N);
-        libc::close(xfd.fd);
 
         // An allocation without the export descriptor cannot be exported.
         let plain = dev_desc(std::ptr::null());
         let mut p: *mut c_void = std::ptr::null_mut();
         ok(a.zeMemAllocDevice(gctx, &plain, 64, 0, gdev, &mut p), "plain zeMemAllocDevice");
-        assert_ne!(a.zeMemGetAllocProperties(gctx, p, &mut props, std::ptr::null_mut()), ZE_RESULT_SUCCESS);
+        assert_ne!(try_export_fd(gctx, p).0, ZE_RESULT_SUCCESS);
         ok(a.zeMemFree(gctx, p), "zeMemFree");
-        ok(a.zeContextDestroy(gctx), "zeContextDestroy");
-        ok(a.zeContextDestroy(nctx), "zeContextDestroy");
+        destroy_contexts(&[gctx, nctx]);
     }
 }
 
@@ -518,25 +676,24 @@ fn sysmem_import_is_zero_copy() {
     // SAFETY: the caller memory outlives the import; valid descriptors and out-parameters.
     unsafe {
         let mem = std::alloc::alloc_zeroed(layout);
-        let d = Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: mem.cast(), size: 8192 };
-        let hd = host_desc((&d as *const Sysmem).cast());
-        let mut p: *mut c_void = std::ptr::null_mut();
-        ok(a.zeMemAllocHost(ctx, &hd, 8192, 4096, &mut p), "sysmem import");
+        let (r, p) = sysmem_import(ctx, mem.cast(), 8192);
+        ok(r, "sysmem import");
         assert_eq!(p, mem.cast());
         assert_eq!(vp().counter("npu.imports.sysmem"), sysmem0 + 1);
         let (props, _) = alloc_props(ctx, mem.add(8191).cast());
         assert_eq!(props.type_, ZE_MEMORY_TYPE_HOST);
         ok(a.zeMemFree(ctx, p), "zeMemFree(sysmem)");
         *mem.add(100) = 7; // still the caller's
-        assert_eq!(alloc_props(ctx, mem.cast()).0.type_, ZE_MEMORY_TYPE_UNKNOWN);
-        // Misaligned pointer or size.
-        let d =
-            Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: mem.add(64).cast(), size: 4096 };
-        let hd = host_desc((&d as *const Sysmem).cast());
-        assert_eq!(a.zeMemAllocHost(ctx, &hd, 4096, 4096, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
-        let d = Sysmem { stype: 0x0002_0037, p_next: std::ptr::null(), p_system_memory: mem.cast(), size: 4000 };
-        let hd = host_desc((&d as *const Sysmem).cast());
-        assert_eq!(a.zeMemAllocHost(ctx, &hd, 4000, 4096, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        assert_npu_unknown(ctx, mem.cast());
+        // A pointer or size off page boundaries is taken: the driver rounds them to pages itself
+        // (linux-npu-driver vpu_device_context.cpp createBufferObjectFromUserPtr) and returns the
+        // caller's pointer (memory.cpp Context::importUserPtr).
+        for (off, len) in [(64, 4096), (0, 4000)] {
+            let (r, p) = sysmem_import(ctx, mem.add(off).cast(), len);
+            ok(r, "unaligned sysmem import");
+            assert_eq!(p, mem.add(off).cast());
+            ok(a.zeMemFree(ctx, p), "zeMemFree(sysmem)");
+        }
         std::alloc::dealloc(mem, layout);
         ok(a.zeContextDestroy(ctx), "zeContextDestroy");
     }
@@ -898,93 +1055,281 @@ fn concurrent_threads_and_cross_thread_event_waits() {
     }
 }
 
+/// Per profile (`crates/virtual-l0/src/profile.rs`): NPU device id (linux-npu-driver
+/// `vpu_hw_*.hpp`), iGPU device id and IP version (compute-runtime `devices_base.inl`, AOT
+/// `platforms.h`), and whether the NPU imports user memory (NPU 40xx+, `vpu_device.cpp`).
+const PROFILES: [(&str, u32, u32, u32, bool); 4] = [
+    ("lnl", 0x643E, 0x64A0, 0x0501_0004, true),
+    ("mtl", 0x7D1D, 0x7D55, 0x0311_C004, false),
+    ("arl", 0xAD1D, 0x7D51, 0x0312_8004, false),
+    ("ptl", 0xB03E, 0xB080, 0x0780_0004, true),
+];
+
+/// Each laptop profile, and Lunar Lake on a kernel without the userptr ioctl, in its own process
+/// (the profile is read once per process).
+#[test]
+fn profiles_present_the_real_laptops() {
+    for (name, ..) in PROFILES {
+        run_child("profile", &[("VL0_PROFILE", name)]);
+    }
+    run_child("profile", &[("VL0_PROFILE", "lnl"), ("VL0_NPU_USERPTR", "0")]);
+}
+
+#[test]
+fn an_unknown_profile_fails_every_init() {
+    let stderr = run_child("bad_profile", &[("VL0_PROFILE", "kbl")]);
+    assert!(stderr.contains("VL0_PROFILE=\"kbl\""), "stderr names the bad value: {stderr}");
+}
+
+/// linux-npu-driver `memory.cpp`: the NPU answers only for buffers of the queried context
+/// (`findBufferObject`), with NOT_AVAILABLE otherwise, never writes `phDevice`, and reports the
+/// buffer's NPU virtual address from `zeMemGetAddressRange` (`bo->getVPUAddr()`). The GPU answers
+/// SUCCESS with UNKNOWN for memory it does not know (compute-runtime `ContextImp::getMemAllocProperties`).
+#[test]
+fn npu_memory_queries_are_per_context_in_npu_addresses() {
+    let _s = serial();
+    let a = api();
+    let (gpu, npu) = drivers();
+    let (gctx, nctx, other) = (context(gpu), context(npu), context(npu));
+    let heap = Box::new([0u8; 64]);
+    assert_npu_unknown(nctx, heap.as_ptr().cast());
+    assert_eq!(alloc_props(gctx, heap.as_ptr().cast()).0.type_, ZE_MEMORY_TYPE_UNKNOWN);
+    // SAFETY: valid handles, descriptors and out-parameters.
+    unsafe {
+        let p = alloc_host(nctx, std::ptr::null(), 8192);
+        let (r, props, dev) = try_alloc_props(nctx, p);
+        ok(r, "zeMemGetAllocProperties(npu)");
+        assert_eq!((props.type_, dev as usize), (ZE_MEMORY_TYPE_HOST, usize::MAX), "phDevice is never written");
+        let (mut base, mut size) = (std::ptr::null_mut(), 0usize);
+        ok(a.zeMemGetAddressRange(nctx, (p as *const u8).add(100).cast(), &mut base, &mut size), "address range");
+        assert_ne!(base, p, "the NPU's own address, not the CPU pointer");
+        assert_eq!(size, 8192);
+        assert_npu_unknown(other, p);
+        assert_eq!(a.zeMemGetAddressRange(other, p, &mut base, &mut size), ZE_RESULT_ERROR_NOT_AVAILABLE);
+        free(nctx, p);
+        destroy_contexts(&[gctx, nctx, other]);
+    }
+}
+
+/// linux-npu-driver `device.cpp` `handleExtensionProperty`: the NPU takes the IP-version entry
+/// (its platform type: 0 on silicon) and refuses any stype it does not know (the GPU skips them,
+/// see `drivers_and_devices`).
+#[test]
+fn npu_device_properties_refuse_unknown_chain_entries() {
+    let ndev = device_of(drivers().1);
+    let mut unknown = [0u64; 4];
+    unknown[0] = 0x7fff_0001;
+    assert_eq!(device_props(ndev, unknown.as_mut_ptr().cast()).0, ZE_RESULT_ERROR_INVALID_ARGUMENT);
+    assert_eq!(ip_version(ndev), 0);
+}
+
+/// The default profile's compute-runtime (26.14.37833) closes a dma-buf fd it imported; 26.09.37435
+/// leaves it to the caller.
+#[test]
+fn gpu_import_closes_the_fd_from_build_37833() {
+    {
+        let _s = serial();
+        assert!(gpu_import_closes_fd());
+    }
+    run_child("gpu_import_keeps_fd", &[("VL0_GPU_DRIVER_BUILD", "37435")]);
+}
+
+/// linux-npu-driver `api/ze_memory.cpp`: import flags exactly DMA_BUF, else INVALID_ENUMERATION;
+/// `Context::importMemory`: a failed PRIME import (a memfd is no dma-buf) is OUT_OF_DEVICE_MEMORY.
+#[test]
+fn npu_dma_buf_import_takes_exact_flags_and_only_dma_bufs() {
+    let nctx = context(drivers().1);
+    // SAFETY: our own memfd; valid descriptors and out-parameters.
+    unsafe {
+        let m = libc::memfd_create(c"vl0-plain".as_ptr(), libc::MFD_CLOEXEC);
+        assert_eq!(libc::ftruncate(m, 4096), 0);
+        for (flags, want) in [
+            (ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD, ZE_RESULT_ERROR_INVALID_ENUMERATION),
+            (ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY),
+        ] {
+            let imp = import_desc(m, flags);
+            let r = try_alloc_host(nctx, (&imp as *const ze_external_memory_import_fd_t).cast(), 4096).0;
+            assert_eq!(r, want, "flags {flags:#x}");
+        }
+        libc::close(m);
+        destroy_contexts(&[nctx]);
+    }
+}
+
+/// The kernel pins userptr pages long-term (`ivpu_bo_create_from_userptr_ioctl`:
+/// `pin_user_pages_fast(FOLL_LONGTERM)`), which refuses driver mappings: compute-runtime host USM is
+/// a GEM-object mmap (`drm_memory_manager.cpp` `createAllocWithAlignment`), so importing it is
+/// OUT_OF_DEVICE_MEMORY. linux-npu-driver `memory.cpp` `Context::importUserPtr` refuses a pointer
+/// that already lies in a buffer of the context (INVALID_ARGUMENT).
+#[test]
+fn sysmem_import_pins_like_the_kernel() {
+    let _s = serial();
+    let (gpu, npu) = drivers();
+    let (gctx, nctx) = (context(gpu), context(npu));
+    let usm = alloc_host(gctx, std::ptr::null(), 8192);
+    assert_eq!(sysmem_import(nctx, usm, 8192).0, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, "GPU host USM");
+    free(gctx, usm);
+    let m = PageAlignedBuffer::new(8192).unwrap();
+    let (r, p) = sysmem_import(nctx, m.as_ptr(), 8192);
+    ok(r, "sysmem import");
+    assert_eq!(sysmem_import(nctx, m.as_ptr(), 8192).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "imported twice");
+    free(nctx, p);
+    destroy_contexts(&[gctx, nctx]);
+}
+
 /// Child-process bodies (return at once unless started by `run_child`).
 mod inner {
     use super::*;
 
-    fn child(name: &str) -> bool {
-        std::env::var(CHILD_ENV).ok().as_deref() == Some(name)
+    /// Runs `body` only in the child process `run_child(name, ..)` started, then prints the marker
+    /// the parent looks for.
+    fn in_child(name: &str, body: impl FnOnce()) {
+        if std::env::var(CHILD_ENV).ok().as_deref() == Some(name) {
+            body();
+            println!("VL0-CHILD-DONE {name}");
+        }
     }
 
     #[test]
     fn init_visibility() {
-        if !child("init_visibility") {
-            return;
-        }
-        let a = api();
-        // OpenVINO is never linked into the platform.
-        for lib in ["libopenvino.so.2641", "libopenvino_c.so.2641"] {
-            let c = CString::new(lib).unwrap();
-            // SAFETY: RTLD_NOLOAD never loads anything.
-            assert!(unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) }.is_null(), "{lib} loaded");
-        }
-        let count = || {
+        in_child("init_visibility", || {
+            let a = api();
+            // OpenVINO is never linked into the platform.
+            for lib in ["libopenvino.so.2641", "libopenvino_c.so.2641"] {
+                let c = CString::new(lib).unwrap();
+                // SAFETY: RTLD_NOLOAD never loads anything.
+                assert!(
+                    unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) }.is_null(),
+                    "{lib} loaded"
+                );
+            }
+            let count = || {
+                let mut n = 0u32;
+                // SAFETY: a valid count pointer.
+                let r = unsafe { a.zeDriverGet(&mut n, std::ptr::null_mut()) };
+                (r, n)
+            };
+            let types = || {
+                let mut n = 4u32;
+                let mut hs = [std::ptr::null_mut(); 4];
+                // SAFETY: a four-element array.
+                ok(unsafe { a.zeDriverGet(&mut n, hs.as_mut_ptr()) }, "zeDriverGet");
+                hs[..n as usize]
+                    .iter()
+                    .map(|&d| {
+                        let dev = device_of(d);
+                        let mut p: ze_device_properties_t = zeroed();
+                        p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
+                        // SAFETY: valid handle and out-parameter.
+                        ok(unsafe { a.zeDeviceGetProperties(dev, &mut p) }, "props");
+                        p.type_
+                    })
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(count().0, ZE_RESULT_ERROR_UNINITIALIZED, "nothing visible before zeInit");
+            // zeInitDrivers does not change zeInit visibility.
+            drivers();
+            assert_eq!(count().0, ZE_RESULT_ERROR_UNINITIALIZED);
+            // SAFETY: plain calls.
+            unsafe {
+                ok(a.zeInit(ZE_INIT_FLAG_VPU_ONLY), "zeInit(VPU)");
+                assert_eq!(types(), [ZE_DEVICE_TYPE_VPU]);
+                ok(a.zeInit(ZE_INIT_FLAG_GPU_ONLY), "zeInit(GPU)");
+                assert_eq!(types(), [ZE_DEVICE_TYPE_GPU, ZE_DEVICE_TYPE_VPU]);
+                ok(a.zeInit(ZE_INIT_FLAG_VPU_ONLY), "zeInit(VPU) again never hides the GPU");
+                assert_eq!(count(), (ZE_RESULT_SUCCESS, 2));
+            }
+        });
+    }
+
+    /// One profile's identity and memory rules (expectations from [`PROFILES`] and the knobs).
+    #[test]
+    fn profile() {
+        in_child("profile", || {
+            let name = std::env::var("VL0_PROFILE").unwrap();
+            let &(_, npu_id, gpu_id, gpu_ip, userptr) = PROFILES.iter().find(|p| p.0 == name).unwrap();
+            let userptr = userptr && std::env::var("VL0_NPU_USERPTR").as_deref() != Ok("0");
+            let (gpu, npu) = drivers();
+            let (gdev, ndev) = (device_of(gpu), device_of(npu));
+            // NPU: INTEGRATED only (linux-npu-driver device.cpp Device::getProperties); iGPU: INTEGRATED,
+            // and ONDEMANDPAGING on Xe2+ (compute-runtime hw_info_{mtl,arl,lnl,ptl}.cpp).
+            let (r, np) = device_props(ndev, std::ptr::null_mut());
+            ok(r, "zeDeviceGetProperties(npu)");
+            assert_eq!((np.deviceId, np.flags), (npu_id, ZE_DEVICE_PROPERTY_FLAG_INTEGRATED), "{name}");
+            let (r, gp) = device_props(gdev, std::ptr::null_mut());
+            ok(r, "zeDeviceGetProperties(gpu)");
+            let paging = if gpu_ip >= 0x0500_4000 { ZE_DEVICE_PROPERTY_FLAG_ONDEMANDPAGING } else { 0 };
+            assert_eq!((gp.deviceId, gp.flags), (gpu_id, ZE_DEVICE_PROPERTY_FLAG_INTEGRATED | paging), "{name}");
+            assert_eq!(ip_version(gdev), gpu_ip, "{name}");
+            // DMA_BUF, and STANDARD_ALLOCATION only with userptr (device.cpp getGetExternalMemoryProperties).
+            let mut ext: ze_device_external_memory_properties_t = zeroed();
+            ext.stype = ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES;
+            // SAFETY: valid handle and out-parameter.
+            ok(unsafe { api().zeDeviceGetExternalMemoryProperties(ndev, &mut ext) }, "external memory");
+            assert_eq!(ext.memoryAllocationImportTypes, if userptr { 0x102 } else { 0x2 }, "{name}");
+            // driver_handle.cpp getSupportedExtensions (1.32.1): memmap_sysmem only with userptr, the
+            // legacy per-version graph names, no driver_npu.
+            let names = extension_names(npu);
+            let has = |n: &str| names.iter().any(|x| x == n);
+            assert_eq!(has("ZE_extension_external_memmap_sysmem"), userptr, "{name}: {names:?}");
+            assert!(has("ZE_extension_graph_1_8") && !has("ZE_extension_driver_npu"), "{name}: {names:?}");
+            // memory.cpp Context::importUserPtr: UNSUPPORTED_FEATURE without userptr.
+            let ctx = context(npu);
+            let m = PageAlignedBuffer::new(4096).unwrap();
+            let (r, p) = sysmem_import(ctx, m.as_ptr(), 4096);
+            assert_eq!(r, if userptr { ZE_RESULT_SUCCESS } else { ZE_RESULT_ERROR_UNSUPPORTED_FEATURE }, "{name}");
+            if userptr {
+                free(ctx, p);
+            }
+            destroy_contexts(&[ctx]);
+        });
+    }
+
+    #[test]
+    fn bad_profile() {
+        in_child("bad_profile", || {
+            let a = api();
+            let mut desc = init_desc(ZE_INIT_DRIVER_TYPE_FLAG_GPU | ZE_INIT_DRIVER_TYPE_FLAG_NPU);
             let mut n = 0u32;
-            // SAFETY: a valid count pointer.
-            let r = unsafe { a.zeDriverGet(&mut n, std::ptr::null_mut()) };
-            (r, n)
-        };
-        let types = || {
-            let mut n = 4u32;
-            let mut hs = [std::ptr::null_mut(); 4];
-            // SAFETY: a four-element array.
-            ok(unsafe { a.zeDriverGet(&mut n, hs.as_mut_ptr()) }, "zeDriverGet");
-            hs[..n as usize]
-                .iter()
-                .map(|&d| {
-                    let dev = device_of(d);
-                    let mut p: ze_device_properties_t = zeroed();
-                    p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
-                    // SAFETY: valid handle and out-parameter.
-                    ok(unsafe { a.zeDeviceGetProperties(dev, &mut p) }, "props");
-                    p.type_
-                })
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(count().0, ZE_RESULT_ERROR_UNINITIALIZED, "nothing visible before zeInit");
-        // zeInitDrivers does not change zeInit visibility.
-        drivers();
-        assert_eq!(count().0, ZE_RESULT_ERROR_UNINITIALIZED);
-        // SAFETY: plain calls.
-        unsafe {
-            ok(a.zeInit(ZE_INIT_FLAG_VPU_ONLY), "zeInit(VPU)");
-            assert_eq!(types(), [ZE_DEVICE_TYPE_VPU]);
-            ok(a.zeInit(ZE_INIT_FLAG_GPU_ONLY), "zeInit(GPU)");
-            assert_eq!(types(), [ZE_DEVICE_TYPE_GPU, ZE_DEVICE_TYPE_VPU]);
-            ok(a.zeInit(ZE_INIT_FLAG_VPU_ONLY), "zeInit(VPU) again never hides the GPU");
-            assert_eq!(count(), (ZE_RESULT_SUCCESS, 2));
-        }
-        println!("VL0-CHILD-DONE init_visibility");
+            // SAFETY: valid count and descriptor.
+            unsafe {
+                assert_eq!(a.zeInitDrivers(&mut n, std::ptr::null_mut(), &mut desc), ZE_RESULT_ERROR_UNINITIALIZED);
+                assert_eq!(a.zeInit(0), ZE_RESULT_ERROR_UNINITIALIZED);
+            }
+        });
+    }
+
+    #[test]
+    fn gpu_import_keeps_fd() {
+        in_child("gpu_import_keeps_fd", || {
+            assert!(!gpu_import_closes_fd(), "26.09.37435 leaves the imported fd open");
+        });
     }
 
     #[test]
     fn foreign_loader() {
-        if !child("foreign_loader") {
-            return;
-        }
-        let path = CString::new(std::env::var("VL0_TEST_FOREIGN_LOADER").unwrap()).unwrap();
-        // SAFETY: a trivial library without initialisers; the handle stays loaded on purpose.
-        assert!(!unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) }.is_null());
-        let err = virtual_platform::activate().expect_err("a foreign loader is already loaded");
-        assert_eq!(err.kind(), &npu_sycl_bridge::ErrorKind::Library);
-        assert!(err.to_string().contains("already loaded"), "{err}");
-        assert!(virtual_platform::active().is_none());
-        println!("VL0-CHILD-DONE foreign_loader");
+        in_child("foreign_loader", || {
+            let path = CString::new(std::env::var("VL0_TEST_FOREIGN_LOADER").unwrap()).unwrap();
+            // SAFETY: a trivial library without initialisers; the handle stays loaded on purpose.
+            assert!(!unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) }.is_null());
+            let err = virtual_platform::activate().expect_err("a foreign loader is already loaded");
+            assert_eq!(err.kind(), &npu_sycl_bridge::ErrorKind::Library);
+            assert!(err.to_string().contains("already loaded"), "{err}");
+            assert!(virtual_platform::active().is_none());
+        });
     }
 
     #[test]
     fn env_faults() {
-        if !child("env_faults") {
-            return;
-        }
-        let a = api();
-        let ctx = context(drivers().0);
-        // SAFETY: valid handle.
-        unsafe {
-            ok(a.zeContextGetStatus(ctx), "first");
-            assert_eq!(a.zeContextGetStatus(ctx), ZE_RESULT_ERROR_INVALID_ARGUMENT);
-            ok(a.zeContextGetStatus(ctx), "third");
-        }
-        println!("VL0-CHILD-DONE env_faults");
+        in_child("env_faults", || {
+            let a = api();
+            let ctx = context(drivers().0);
+            // SAFETY: valid handle.
+            unsafe {
+                ok(a.zeContextGetStatus(ctx), "first");
+                assert_eq!(a.zeContextGetStatus(ctx), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                ok(a.zeContextGetStatus(ctx), "third");
+            }
+        });
     }
 }
