@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation, MemoryKind};
 use npu_sycl_bridge::models::{self, ReferenceModel};
-use npu_sycl_bridge::npu::{dup_fd, NpuContext, PageAlignedBuffer};
+use npu_sycl_bridge::npu::{dup_fd, LaptopGeneration, NpuContext, PageAlignedBuffer};
 use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, MemType, Properties, RemoteTensor, Tensor, TensorType};
 use npu_sycl_bridge::ErrorKind;
 
 mod common;
 
-use common::npu::{core, counter, l0_device, open_fds, other_input, vp, NpuAndCpu};
+use common::npu::{core, counter, imports_user_memory, in_place_input, l0_device, open_fds, other_input, vp, NpuAndCpu};
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -70,7 +70,12 @@ fn npu_context_finds_the_plugins_l0_context_driver_and_capabilities() {
     let _s = serial();
     let s = setup(models::fully_connected());
     let caps = s.npu.capabilities();
-    assert!(caps.fd_import && caps.sysmem_import && caps.mutable_command_lists, "{caps:?}");
+    assert!(caps.fd_import && caps.mutable_command_lists, "{caps:?}");
+    // User-memory import: NPU 40xx+ only, and only with the kernel's userptr ioctl.
+    let generation = LaptopGeneration::from_npu_device_id(caps.device_id).expect("a known laptop NPU");
+    assert_eq!(caps.generation, Some(generation));
+    let userptr = generation.can_import_user_memory() && std::env::var("VL0_NPU_USERPTR").as_deref() != Ok("0");
+    assert_eq!(caps.sysmem_import, userptr, "{caps:?}");
     assert_eq!(caps.api_version.major, 1);
     assert_eq!(s.npu.device().properties().unwrap().device_type, DeviceType::Vpu);
     let l0 = s.npu.level_zero_context();
@@ -120,14 +125,7 @@ fn npu_context_keeps_the_compiled_model_and_core_alive() {
     let b = m.sample_input(1);
     let mut ta = npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     write_remote(&mut ta, &a);
-    let tb = npu
-        .cpu_va_tensor(
-            PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(),
-            ElementType::F32,
-            [1, 1024],
-            TensorType::Input,
-        )
-        .unwrap();
+    let tb = in_place_input(&npu, &b, [1, 1024]);
     drop(npu);
     request.set_input_tensor(0, &ta).unwrap();
     request.set_input_tensor(1, &tb).unwrap();
@@ -185,6 +183,9 @@ fn l0_host_tensors_match_the_cpu_plugin_without_copies() {
 fn cpu_va_tensors_match_the_cpu_plugin_zero_copy() {
     let _s = serial();
     let s = setup(models::multi_io());
+    if !imports_user_memory(&s.npu) {
+        return;
+    }
     let (a, b) = (s.m.sample_input(0), s.m.sample_input(1));
     let sysmem0 = counter("npu.imports.sysmem");
     let copied0 = counter("npu.bytes_copied");
@@ -292,7 +293,9 @@ fn plain_tensors_page_aligned_are_imported_others_copied() {
     let s = setup(models::multi_io());
     let (a, b) = (s.m.sample_input(0), s.m.sample_input(1));
 
-    // Page-aligned address and size: imported like CPU_VA (zero-copy).
+    // Page-aligned address and size: imported like CPU_VA (zero-copy) where the NPU imports user
+    // memory; copied by the plugin like any other host tensor where it does not (NPU 37xx).
+    let userptr = s.npu.capabilities().sysmem_import;
     let sysmem0 = counter("npu.imports.sysmem");
     let copied0 = counter("npu.bytes_copied");
     let ta = PageAlignedBuffer::from_slice(&f32s(&a)).unwrap().into_tensor(ElementType::F32, [1, 1024]).unwrap();
@@ -302,11 +305,12 @@ fn plain_tensors_page_aligned_are_imported_others_copied() {
     r.set_input_tensor(1, &tb).unwrap();
     let args0 = counter("npu.graph_args.sysmem");
     r.infer().unwrap();
-    assert_eq!(counter("npu.graph_args.sysmem"), args0 + 2, "the graph read both inputs' own pages");
+    let in_place = if userptr { 2 } else { 0 };
+    assert_eq!(counter("npu.graph_args.sysmem"), args0 + in_place, "the graph read both inputs' own pages (userptr {userptr})");
     let outs: Vec<Vec<u8>> = (0..2).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
     s.assert_matches_cpu(&[a.clone(), b.clone()], &outs);
     let imported = counter("npu.imports.sysmem") - sysmem0;
-    assert!(imported >= 2, "both page-aligned inputs were imported ({imported})");
+    assert_eq!(imported >= 2, userptr, "both page-aligned inputs were imported where the NPU can ({imported})");
     assert_eq!(counter("npu.bytes_copied"), copied0, "no device copies");
 
     // Not page-aligned (64 bytes into a buffer): copied by the plugin, results still correct.
@@ -452,6 +456,9 @@ fn bad_fds_are_typed_errors_without_leaks() {
 fn bad_cpu_va_memory_is_rejected_before_openvino() {
     let _s = serial();
     let s = setup(models::multi_io());
+    if !imports_user_memory(&s.npu) {
+        return;
+    }
     let sysmem0 = counter("npu.imports.sysmem");
 
     // Byte size not a page multiple: 1000 f32 = 4000 bytes.
@@ -505,10 +512,7 @@ fn binding_checks_element_type_and_shape() {
     let mut r = s.request();
     let live0 = counter("npu.live_allocations");
     {
-        let wrong_type = s
-            .npu
-            .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::I32, [1, 1024], TensorType::Input)
-            .unwrap();
+        let wrong_type = s.npu.l0_host_tensor(ElementType::I32, [1, 1024], TensorType::Input).unwrap();
         let e = r.set_input_tensor(0, &wrong_type).unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::ElementType, "{e}");
         let wrong_shape = s.npu.l0_host_tensor(ElementType::F32, [2, 512], TensorType::Input).unwrap();
@@ -532,7 +536,6 @@ fn thousand_create_bind_infer_drop_cycles_leak_nothing() {
     let g = gpu();
     let (a, b) = (s.m.sample_input(0), s.m.sample_input(1));
     let want = s.cpu(&[a.clone(), b.clone()]);
-    let a32 = f32s(&a);
 
     let fds0 = open_fds();
     let npu_live0 = counter("npu.live_allocations");
@@ -543,10 +546,7 @@ fn thousand_create_bind_infer_drop_cycles_leak_nothing() {
         if i % 250 == 0 {
             request = s.request(); // also drop and recreate requests
         }
-        let ta = s
-            .npu
-            .cpu_va_tensor(PageAlignedBuffer::from_slice(&a32).unwrap(), ElementType::F32, [1, 1024], TensorType::Input)
-            .unwrap();
+        let ta = in_place_input(&s.npu, &a, [1, 1024]);
         let (_mem_b, fd_b) = g.exported(4096, Some(&b));
         let tb = s.npu.dma_buf_tensor(fd_b, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
         let tsum = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
@@ -629,15 +629,7 @@ fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refu
     assert_eq!(counter("npu.imports.sysmem"), sysmem0, "no import: the plugin reuses its own allocation");
     assert_eq!(ta.params().unwrap().mem_handle.cast::<u8>(), va);
     drop(big);
-    let tb = s
-        .npu
-        .cpu_va_tensor(
-            PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(),
-            ElementType::F32,
-            [1, 1024],
-            TensorType::Input,
-        )
-        .unwrap();
+    let tb = in_place_input(&s.npu, &b, [1, 1024]);
     let mut r = s.request();
     r.set_input_tensor(0, &ta).unwrap();
     r.set_input_tensor(1, &tb).unwrap();
@@ -659,7 +651,8 @@ fn driver_failures_surface_as_errors_and_release_the_memory() {
     assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "{e:?}");
     assert_eq!(counter("npu.live_allocations"), live0);
 
-    // The sysmem import fails: the caller's keep-alive is released at once (not leaked).
+    // The sysmem import fails (or, without user-memory import, is refused before OpenVINO): the
+    // caller's keep-alive is released at once (not leaked).
     struct Owner(Arc<std::sync::atomic::AtomicUsize>, #[allow(dead_code)] PageAlignedBuffer);
     impl Drop for Owner {
         fn drop(&mut self) {
@@ -676,7 +669,11 @@ fn driver_failures_surface_as_errors_and_release_the_memory() {
         unsafe { s.npu.cpu_va_tensor_from_raw(p, 4096, Some(keep), ElementType::F32, [1, 1024], TensorType::Input) }
             .unwrap_err();
     vp().clear_faults();
-    assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "{e:?}");
+    if s.npu.capabilities().sysmem_import {
+        assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "{e:?}");
+    } else {
+        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{e:?}");
+    }
     assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 1, "the keep-alive was dropped on error");
     assert_eq!(counter("npu.live_allocations"), live0);
 }

@@ -469,21 +469,24 @@ fn drivers_and_devices() {
         // DEVICE_PROPERTIES_1_2: the timer in cycles per second (compute-runtime device.cpp
         // Device::getProperties, outProfilingTimerClock).
         assert_eq!((p.type_, p.vendorId, p.timerResolution), (ZE_DEVICE_TYPE_GPU, 0x8086, 19_200_000));
-        // The default profile is Lunar Lake: LNL_B0 20.4.4 (compute-runtime aot platforms.h), so UR
-        // picks its v2 adapter (isBMGorNewer: ipVersion >= 0x05004000).
-        assert_eq!(ip.ipVersion, 0x0501_0004);
+        // The profile's iGPU IP version (e.g. Lunar Lake: LNL_B0 20.4.4, compute-runtime aot
+        // platforms.h, so UR picks its v2 adapter: isBMGorNewer, ipVersion >= 0x05004000).
+        let (_, npu_id, _, gpu_ip, userptr, npu_timer_ns) = this_profile();
+        assert_eq!(ip.ipVersion, gpu_ip);
         p = zeroed();
         p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES;
         ok(a.zeDeviceGetProperties(ndev, &mut p), "zeDeviceGetProperties(npu)");
-        // DEVICE_PROPERTIES: nanoseconds, 1e9 / 19.2 MHz on NPU 40xx (linux-npu-driver device.cpp
+        // DEVICE_PROPERTIES: nanoseconds, 1e9 / the NPU's timer frequency (linux-npu-driver device.cpp
         // Device::getProperties).
-        assert_eq!((p.type_, p.deviceId, p.timerResolution), (ZE_DEVICE_TYPE_VPU, 0x643E, 52));
+        assert_eq!((p.type_, p.deviceId, p.timerResolution), (ZE_DEVICE_TYPE_VPU, npu_id, npu_timer_ns));
         assert_ne!(p.flags & ZE_DEVICE_PROPERTY_FLAG_INTEGRATED, 0);
 
         let mut ext: ze_device_external_memory_properties_t = zeroed();
         ext.stype = ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES;
         ok(a.zeDeviceGetExternalMemoryProperties(ndev, &mut ext), "zeDeviceGetExternalMemoryProperties");
-        assert_eq!(ext.memoryAllocationImportTypes & 0x102, 0x102);
+        // DMA_BUF, and STANDARD_ALLOCATION where the NPU imports user memory (device.cpp
+        // getGetExternalMemoryProperties).
+        assert_eq!(ext.memoryAllocationImportTypes & 0x102, if userptr { 0x102 } else { 0x2 });
 
         let mut n = 0u32;
         ok(a.zeDeviceGetCommandQueueGroupProperties(gdev, &mut n, std::ptr::null_mut()), "queue groups");
@@ -671,6 +674,11 @@ fn sysmem_import_is_zero_copy() {
     let a = api();
     let (_, npu) = drivers();
     let ctx = context(npu);
+    if !imports_user_memory(ctx) {
+        // SAFETY: a context of ours, destroyed once.
+        ok(unsafe { a.zeContextDestroy(ctx) }, "zeContextDestroy");
+        return;
+    }
     let sysmem0 = vp().counter("npu.imports.sysmem");
     let layout = std::alloc::Layout::from_size_align(8192, 4096).unwrap();
     // SAFETY: the caller memory outlives the import; valid descriptors and out-parameters.
@@ -1057,13 +1065,36 @@ fn concurrent_threads_and_cross_thread_event_waits() {
 
 /// Per profile (`crates/virtual-l0/src/profile.rs`): NPU device id (linux-npu-driver
 /// `vpu_hw_*.hpp`), iGPU device id and IP version (compute-runtime `devices_base.inl`, AOT
-/// `platforms.h`), and whether the NPU imports user memory (NPU 40xx+, `vpu_device.cpp`).
-const PROFILES: [(&str, u32, u32, u32, bool); 4] = [
-    ("lnl", 0x643E, 0x64A0, 0x0501_0004, true),
-    ("mtl", 0x7D1D, 0x7D55, 0x0311_C004, false),
-    ("arl", 0xAD1D, 0x7D51, 0x0312_8004, false),
-    ("ptl", 0xB03E, 0xB080, 0x0780_0004, true),
+/// `platforms.h`), whether the NPU imports user memory (NPU 40xx+, `vpu_device.cpp`), and the NPU's
+/// `timerResolution` in ns (1e9 / 38.4 MHz on 37xx, / 19.2 MHz on 40xx+: `vpu_hw_*.cpp`).
+const PROFILES: [(&str, u32, u32, u32, bool, u64); 4] = [
+    ("lnl", 0x643E, 0x64A0, 0x0501_0004, true, 52),
+    ("mtl", 0x7D1D, 0x7D55, 0x0311_C004, false, 26),
+    ("arl", 0xAD1D, 0x7D51, 0x0312_8004, false, 26),
+    ("ptl", 0xB03E, 0xB080, 0x0780_0004, true, 52),
 ];
+
+/// The entry of [`PROFILES`] this process runs under (`VL0_PROFILE`, default `lnl`), with user-memory
+/// import off under `VL0_NPU_USERPTR=0`.
+fn this_profile() -> (&'static str, u32, u32, u32, bool, u64) {
+    let name = std::env::var("VL0_PROFILE").unwrap_or_else(|_| "lnl".into());
+    let mut p = *PROFILES.iter().find(|p| p.0 == name).unwrap_or_else(|| panic!("profile {name}"));
+    p.4 &= std::env::var("VL0_NPU_USERPTR").as_deref() != Ok("0");
+    p
+}
+
+/// Whether this profile's NPU imports user memory; where it does not, checks that answer instead
+/// (a sysmem import is UNSUPPORTED_FEATURE: linux-npu-driver `memory.cpp` `Context::importUserPtr`)
+/// and says so, so a test about sysmem import that stops there does not pass silently.
+fn imports_user_memory(ctx: ze_context_handle_t) -> bool {
+    if this_profile().4 {
+        return true;
+    }
+    let m = PageAlignedBuffer::new(4096).unwrap();
+    assert_eq!(sysmem_import(ctx, m.as_ptr(), 4096).0, ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+    eprintln!("profile {}: the NPU imports no user memory; checked that sysmem import is refused", this_profile().0);
+    false
+}
 
 /// Each laptop profile, and Lunar Lake on a kernel without the userptr ioctl, in its own process
 /// (the profile is read once per process).
@@ -1166,6 +1197,10 @@ fn sysmem_import_pins_like_the_kernel() {
     let _s = serial();
     let (gpu, npu) = drivers();
     let (gctx, nctx) = (context(gpu), context(npu));
+    if !imports_user_memory(nctx) {
+        destroy_contexts(&[gctx, nctx]);
+        return;
+    }
     let usm = alloc_host(gctx, std::ptr::null(), 8192);
     assert_eq!(sysmem_import(nctx, usm, 8192).0, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, "GPU host USM");
     free(gctx, usm);
@@ -1246,9 +1281,7 @@ mod inner {
     #[test]
     fn profile() {
         in_child("profile", || {
-            let name = std::env::var("VL0_PROFILE").unwrap();
-            let &(_, npu_id, gpu_id, gpu_ip, userptr) = PROFILES.iter().find(|p| p.0 == name).unwrap();
-            let userptr = userptr && std::env::var("VL0_NPU_USERPTR").as_deref() != Ok("0");
+            let (name, npu_id, gpu_id, gpu_ip, userptr, _) = this_profile();
             let (gpu, npu) = drivers();
             let (gdev, ndev) = (device_of(gpu), device_of(npu));
             // NPU: INTEGRATED only (linux-npu-driver device.cpp Device::getProperties); iGPU: INTEGRATED,

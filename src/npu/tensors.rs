@@ -174,8 +174,9 @@ impl NpuContext {
                 return Err(Error::unsupported(
                     "CPU_VA",
                     format!(
-                        "the NPU driver cannot import system memory (import types {:?} lack STANDARD_ALLOCATION); \
-                         use an L0 host tensor or a plain tensor (copied) instead",
+                        "the NPU driver cannot import system memory (import types {:?} lack STANDARD_ALLOCATION: NPU \
+                         37xx, or a kernel without the userptr ioctl); use a dma-buf tensor (zero-copy; from SYCL: \
+                         DmaBuf), an L0 host tensor, or a plain tensor (copied) instead",
                         self.capabilities().import_types
                     ),
                 ));

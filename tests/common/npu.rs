@@ -6,8 +6,9 @@ use std::sync::OnceLock;
 
 use npu_sycl_bridge::level_zero::{Device, DeviceType, Driver};
 use npu_sycl_bridge::models::ReferenceModel;
-use npu_sycl_bridge::npu::NpuContext;
-use npu_sycl_bridge::openvino::{CompiledModel, Core, InferRequest, Properties, Tensor};
+use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
+use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType};
+use npu_sycl_bridge::ErrorKind;
 use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
 
 use super::cpu_properties;
@@ -47,6 +48,37 @@ pub fn l0_device(kind: DeviceType) -> (Driver, Device) {
         }
     }
     panic!("no {kind:?} device on the virtual platform");
+}
+
+/// Whether the NPU imports user memory (CPU_VA): NPU 40xx+ with the kernel's userptr ioctl. Where
+/// it does not (Meteor/Arrow Lake, `VL0_NPU_USERPTR=0`) this checks that generation's answer instead
+/// (CPU_VA refused with a typed error that names what works) and says so on stderr, so that a test
+/// about CPU_VA that returns early never passes silently.
+pub fn imports_user_memory(npu: &NpuContext) -> bool {
+    let caps = npu.capabilities();
+    if caps.sysmem_import {
+        return true;
+    }
+    let e = npu
+        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::U8, [4096], TensorType::Input)
+        .unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{e}");
+    assert!(e.to_string().contains("STANDARD_ALLOCATION") && e.to_string().contains("dma-buf"), "{e}");
+    let laptop = caps.generation.map_or("an unknown NPU".to_string(), |g| format!("{g} ({})", g.npu_family()));
+    eprintln!("{laptop} imports no user memory: checked that CPU_VA is refused instead ({e})");
+    false
+}
+
+/// An input tensor holding `bytes` (f32) in memory the NPU uses in place: CPU_VA of a page-aligned
+/// buffer where the NPU imports user memory, an L0 host tensor (the plugin's memory) elsewhere.
+pub fn in_place_input(npu: &NpuContext, bytes: &[u8], shape: [usize; 2]) -> RemoteTensor {
+    if npu.capabilities().sysmem_import {
+        let buf = PageAlignedBuffer::from_slice(bytes).unwrap();
+        return npu.cpu_va_tensor(buf, ElementType::F32, shape, TensorType::Input).unwrap();
+    }
+    let mut t = npu.l0_host_tensor(ElementType::F32, shape, TensorType::Input).unwrap();
+    t.host_bytes_mut().unwrap().copy_from_slice(bytes);
+    t
 }
 
 /// A different input: the sample input scaled by -1 (every value stays a multiple of 1/16).

@@ -123,10 +123,9 @@ fn json_string_field(json: &str, key: &str) -> Option<String> {
     None
 }
 
-/// The laptop profiles the whole suite runs under when `VL0_PROFILE` does not name one. Meteor Lake
-/// (`VL0_PROFILE=mtl cargo xtask test`) is not in the list yet: the CPU_VA tests still assume an NPU
-/// that imports user memory (NPU 40xx+) instead of checking 37xx's refusal.
-const TEST_PROFILES: [&str; 1] = ["lnl"];
+/// The laptop profiles the whole suite runs under when `VL0_PROFILE` does not name one: every one
+/// (tests that only make sense on some generations check the others' answer instead).
+const TEST_PROFILES: [&str; 4] = ["lnl", "mtl", "arl", "ptl"];
 
 fn test(extra: &[String]) -> Result<(), String> {
     setup::run(false)?;
