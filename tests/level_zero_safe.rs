@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use npu_sycl_bridge::level_zero::{
     Context, DeviceType, Driver, ExternalMemoryTypes, HostMemFlags, MemoryKind, INTEL_NPU_DRIVER_UUID,
 };
-use npu_sycl_bridge::ErrorKind;
 use npu_sycl_bridge::npu::LaptopGeneration;
+use npu_sycl_bridge::ErrorKind;
 
 mod common;
 

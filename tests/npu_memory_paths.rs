@@ -18,7 +18,9 @@ use npu_sycl_bridge::ErrorKind;
 
 mod common;
 
-use common::npu::{core, counter, imports_user_memory, in_place_input, l0_device, open_fds, other_input, vp, NpuAndCpu};
+use common::npu::{
+    core, counter, imports_user_memory, in_place_input, l0_device, open_fds, other_input, vp, NpuAndCpu,
+};
 
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -306,7 +308,11 @@ fn plain_tensors_page_aligned_are_imported_others_copied() {
     let args0 = counter("npu.graph_args.sysmem");
     r.infer().unwrap();
     let in_place = if userptr { 2 } else { 0 };
-    assert_eq!(counter("npu.graph_args.sysmem"), args0 + in_place, "the graph read both inputs' own pages (userptr {userptr})");
+    assert_eq!(
+        counter("npu.graph_args.sysmem"),
+        args0 + in_place,
+        "the graph read both inputs' own pages (userptr {userptr})"
+    );
     let outs: Vec<Vec<u8>> = (0..2).map(|i| r.output_tensor(i).unwrap().bytes().unwrap().to_vec()).collect();
     s.assert_matches_cpu(&[a.clone(), b.clone()], &outs);
     let imported = counter("npu.imports.sysmem") - sysmem0;

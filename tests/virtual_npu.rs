@@ -457,7 +457,11 @@ fn plain_page_aligned_tensors_are_imported_and_rebound() {
             .unwrap();
         r.set_input_tensor(0, &t).unwrap();
         r.infer().unwrap();
-        assert_eq!(counter("npu.graph_args.sysmem"), before + (k as u64 + 1) * in_place, "round {k}: read in place iff imported");
+        assert_eq!(
+            counter("npu.graph_args.sysmem"),
+            before + (k as u64 + 1) * in_place,
+            "round {k}: read in place iff imported"
+        );
         let got = r.output_tensor(0).unwrap().bytes().unwrap().to_vec();
         let want = cpu_outputs(&core, &m, &[Tensor::from_bytes(d.element_type, d.shape.clone(), &input).unwrap()]);
         assert_same(&m, &want, &[got]);

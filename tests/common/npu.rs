@@ -7,9 +7,11 @@ use std::sync::OnceLock;
 use npu_sycl_bridge::level_zero::{Device, DeviceType, Driver};
 use npu_sycl_bridge::models::ReferenceModel;
 use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
-use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType};
-use npu_sycl_bridge::ErrorKind;
+use npu_sycl_bridge::openvino::{
+    CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType,
+};
 use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+use npu_sycl_bridge::ErrorKind;
 
 use super::cpu_properties;
 

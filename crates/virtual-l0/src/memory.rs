@@ -123,11 +123,23 @@ pub struct AllocInfo {
 }
 
 enum Backing {
-    Heap { ptr: *mut u8, layout: Layout },
+    Heap {
+        ptr: *mut u8,
+        layout: Layout,
+    },
     /// `inode` identifies the memfd, so `Drop` can tell whether `fd` is still ours.
-    Memfd { fd: c_int, inode: (u64, u64), map: *mut c_void, len: usize },
+    Memfd {
+        fd: c_int,
+        inode: (u64, u64),
+        map: *mut c_void,
+        len: usize,
+    },
     /// Our mapping of an imported dma-buf; `inode` is the buffer's identity.
-    Mapped { map: *mut c_void, len: usize, inode: (u64, u64) },
+    Mapped {
+        map: *mut c_void,
+        len: usize,
+        inode: (u64, u64),
+    },
     Borrowed,
 }
 
@@ -214,7 +226,6 @@ pub fn live(driver: DriverKind) -> usize {
 fn round_up(n: usize, to: usize) -> usize {
     n.div_ceil(to) * to
 }
-
 
 /// `(st_dev, st_ino)` and size of the file `fd` names, if it is open.
 fn fd_stat(fd: c_int) -> Option<((u64, u64), u64)> {
@@ -406,9 +417,9 @@ unsafe fn extensions(driver: DriverKind, chains: &[*const c_void]) -> ZeResult<E
 /// import is the caller's own and does not count.
 fn overlaps_driver_mapping(p: usize, len: usize) -> bool {
     DriverKind::ALL.into_iter().any(|d| {
-        lock(d)
-            .values()
-            .any(|r| r.info.origin != Origin::ImportedSysmem && r.info.base < p + len && p < r.info.base + r.info.size.max(1))
+        lock(d).values().any(|r| {
+            r.info.origin != Origin::ImportedSysmem && r.info.base < p + len && p < r.info.base + r.info.size.max(1)
+        })
     })
 }
 
@@ -792,18 +803,30 @@ mod tests {
         let c = &d as *const _ as *const c_void;
         // SAFETY: one-entry chains; fds owned and closed below.
         unsafe {
-            assert_eq!(allocate(req(DriverKind::Npu, 4096, 0), &[c]), Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY), "a file");
+            assert_eq!(
+                allocate(req(DriverKind::Npu, 4096, 0), &[c]),
+                Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY),
+                "a file"
+            );
             drop(file);
             let _ = std::fs::remove_file(&path);
             let m = libc::memfd_create(c"vl0-test".as_ptr(), libc::MFD_CLOEXEC);
             assert_eq!(libc::ftruncate(m, 4096), 0);
             let d = import_fd_chain(m);
             let c = &d as *const _ as *const c_void;
-            assert_eq!(allocate(req(DriverKind::Npu, 4096, 0), &[c]), Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY), "a memfd");
+            assert_eq!(
+                allocate(req(DriverKind::Npu, 4096, 0), &[c]),
+                Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY),
+                "a memfd"
+            );
             libc::close(m);
 
             let e = export_desc();
-            let gpu = allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, 3 * PAGE, 0) }, &[&e as *const _ as *const c_void]).unwrap();
+            let gpu = allocate(
+                Request { kind: MemKind::Device, ..req(DriverKind::Gpu, 3 * PAGE, 0) },
+                &[&e as *const _ as *const c_void],
+            )
+            .unwrap();
             let fd = export_fd(DriverKind::Gpu, gpu).unwrap();
             let d = import_fd_chain(fd);
             let c = &d as *const _ as *const c_void;
@@ -853,7 +876,11 @@ mod tests {
         let e = export_desc();
         // SAFETY: one-entry chains; everything freed below.
         unsafe {
-            let gpu = allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, PAGE, 0) }, &[&e as *const _ as *const c_void]).unwrap();
+            let gpu = allocate(
+                Request { kind: MemKind::Device, ..req(DriverKind::Gpu, PAGE, 0) },
+                &[&e as *const _ as *const c_void],
+            )
+            .unwrap();
             let d = import_fd_chain(export_fd(DriverKind::Gpu, gpu).unwrap());
             let c = &d as *const _ as *const c_void;
             let one = allocate(Request { context: 7, ..req(DriverKind::Npu, PAGE, 0) }, &[c]).unwrap();
@@ -890,10 +917,16 @@ mod tests {
             let p = allocate(Request { context: 3, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]).unwrap();
             assert_eq!(p, m);
             assert!(!lookup(DriverKind::Npu, p).unwrap().read_only);
-            assert_eq!(allocate(Request { context: 3, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]), Err(ZE_RESULT_ERROR_INVALID_ARGUMENT));
+            assert_eq!(
+                allocate(Request { context: 3, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]),
+                Err(ZE_RESULT_ERROR_INVALID_ARGUMENT)
+            );
             let inner = sysmem_desc((m as *mut u8).add(PAGE).cast(), PAGE);
             assert_eq!(
-                allocate(Request { context: 3, ..req(DriverKind::Npu, PAGE, 0) }, &[&inner as *const _ as *const c_void]),
+                allocate(
+                    Request { context: 3, ..req(DriverKind::Npu, PAGE, 0) },
+                    &[&inner as *const _ as *const c_void]
+                ),
                 Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
                 "a start inside an import of the same context"
             );
@@ -903,17 +936,32 @@ mod tests {
             let odd = sysmem_desc((m as *mut u8).add(100).cast(), 5000);
             let o = allocate(req(DriverKind::Npu, 5000, 0), &[&odd as *const _ as *const c_void]).unwrap();
             free(DriverKind::Npu, o).unwrap();
-            let wc = Request { host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED, ..req(DriverKind::Npu, 2 * PAGE, 0) };
+            let wc =
+                Request { host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED, ..req(DriverKind::Npu, 2 * PAGE, 0) };
             let r = allocate(wc, &[c]).unwrap();
             assert!(lookup(DriverKind::Npu, r).unwrap().read_only);
             free(DriverKind::Npu, r).unwrap();
             assert_eq!(libc::mprotect(m, 3 * PAGE, libc::PROT_READ), 0);
-            assert_eq!(allocate(req(DriverKind::Npu, 2 * PAGE, 0), &[c]), Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY), "read-only pages");
-            let r = allocate(Request { host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]).unwrap();
+            assert_eq!(
+                allocate(req(DriverKind::Npu, 2 * PAGE, 0), &[c]),
+                Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY),
+                "read-only pages"
+            );
+            let r = allocate(
+                Request { host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED, ..req(DriverKind::Npu, 2 * PAGE, 0) },
+                &[c],
+            )
+            .unwrap();
             free(DriverKind::Npu, r).unwrap();
             libc::munmap((m as *mut u8).add(PAGE).cast(), PAGE);
             assert_eq!(
-                allocate(Request { host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED, ..req(DriverKind::Npu, 2 * PAGE, 0) }, &[c]),
+                allocate(
+                    Request {
+                        host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED,
+                        ..req(DriverKind::Npu, 2 * PAGE, 0)
+                    },
+                    &[c]
+                ),
                 Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY),
                 "unmapped pages"
             );

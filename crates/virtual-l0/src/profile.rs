@@ -196,7 +196,10 @@ pub fn from_env() -> Result<Profile, String> {
     }
     if let Some(s) = flag("VL0_GPU_SHARED_SYSTEM")? {
         if s && !p.gpu_xe2_or_later {
-            return Err(format!("VL0_GPU_SHARED_SYSTEM=1: the {} iGPU (Xe-LPG) never reports shared-system USM", p.laptop));
+            return Err(format!(
+                "VL0_GPU_SHARED_SYSTEM=1: the {} iGPU (Xe-LPG) never reports shared-system USM",
+                p.laptop
+            ));
         }
         p.gpu_shared_system_usm = s;
     }

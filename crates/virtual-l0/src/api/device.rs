@@ -1,7 +1,7 @@
 //! Devices: one GPU device in the GPU driver, one VPU device in the NPU driver. No sub-devices;
 //! `zeDeviceGetRootDevice` answers NULL (the device is a root device).
-use crate::export::{chain, enumerate, now_ns, out, set_cstr};
 use crate::export::ZeResult;
+use crate::export::{chain, enumerate, now_ns, out, set_cstr};
 use crate::objects::{device, device_from, driver_from, DriverKind};
 use crate::profile::{self, NpuGeneration};
 use crate::stypes;
@@ -52,7 +52,8 @@ fn fill_properties(kind: DriverKind, p: &mut ze_device_properties_t) -> ZeResult
             p.numSubslicesPerSlice = subslices;
             p.numSlices = slices;
             p.timerResolution = if cycles { 19_200_000 } else { 52 };
-            (p.timestampValidBits, p.kernelTimestampValidBits) = if prof.gpu_xe2_or_later { (64, 64) } else { (36, 32) };
+            (p.timestampValidBits, p.kernelTimestampValidBits) =
+                if prof.gpu_xe2_or_later { (64, 64) } else { (36, 32) };
             p.uuid.id = GPU_DEVICE_UUID;
             set_cstr(&mut p.name, prof.gpu_name);
         }
