@@ -164,7 +164,7 @@ impl Context {
         let mut given = None;
         if self.driver().fd_rules()?.import_closes_fd {
             // SAFETY: `fd` is open for the duration of the call (caller contract).
-            given = Some(dup_cloexec(unsafe { BorrowedFd::borrow_raw(fd) })?);
+            given = Some(dup_fd(unsafe { BorrowedFd::borrow_raw(fd) })?);
         }
         let import = sys::ze_external_memory_import_fd_t {
             stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD,
@@ -201,9 +201,10 @@ impl Context {
     }
 }
 
-/// `fcntl(F_DUPFD_CLOEXEC)`: a new fd for the same open file.
-fn dup_cloexec(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
-    fd.try_clone_to_owned().map_err(|e| Error::invalid_argument(format!("duplicating fd {}: {e}", fd.as_raw_fd())))
+/// `fcntl(F_DUPFD_CLOEXEC)`: a new fd for the same open file, owned by the caller. Use it to give
+/// [`NpuContext::dma_buf_tensor`](crate::npu::NpuContext::dma_buf_tensor) an fd while keeping yours.
+pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
+    fd.try_clone_to_owned().map_err(|e| Error::io(format!("duplicating fd {}", fd.as_raw_fd()), e))
 }
 
 impl L0Allocation {
@@ -236,7 +237,7 @@ impl L0Allocation {
         }
         if self.context().driver().fd_rules()?.export_fd_owned_by_driver {
             // SAFETY: the driver's own open fd, valid while the allocation lives (it does: &self).
-            return dup_cloexec(unsafe { BorrowedFd::borrow_raw(export.fd) });
+            return dup_fd(unsafe { BorrowedFd::borrow_raw(export.fd) });
         }
         // SAFETY: this driver returned a new fd that the caller (we) owns (module docs).
         Ok(unsafe { OwnedFd::from_raw_fd(export.fd) })

@@ -47,7 +47,7 @@ mod memory;
 pub use self::context::Context;
 pub use self::device::{Device, DeviceProperties, DeviceType, ExternalMemoryProperties, QueueGroup};
 pub use self::driver::{ApiVersion, Driver, DriverProperties, Extension, INTEL_NPU_DRIVER_UUID};
-pub use self::external::ExternalMemoryTypes;
+pub use self::external::{dup_fd, ExternalMemoryTypes};
 pub use self::memory::{AllocationInfo, HostMemFlags, L0Allocation, MemoryKind};
 
 pub use level_zero_sys as sys;

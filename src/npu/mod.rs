@@ -65,6 +65,6 @@ pub(crate) use self::buffer::round_up_to_page;
 pub use self::buffer::{PageAlignedBuffer, PAGE_SIZE};
 pub use self::context::{NpuCapabilities, NpuContext};
 pub use self::generation::LaptopGeneration;
-pub use self::tensors::dup_fd;
 #[cfg(feature = "sycl")]
 pub(crate) use self::tensors::tensor_bytes;
+pub use crate::level_zero::dup_fd;

@@ -295,12 +295,6 @@ impl NpuContext {
     }
 }
 
-/// `fcntl(F_DUPFD_CLOEXEC)`: a new fd for the same open file, owned by the caller. Use it to give
-/// [`NpuContext::dma_buf_tensor`] an fd while keeping yours.
-pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
-    fd.try_clone_to_owned().map_err(|e| Error::io(format!("duplicating fd {}", fd.as_raw_fd()), e))
-}
-
 /// `Ok` when `fd` refers to an open file (fstat succeeds).
 fn check_open(fd: &OwnedFd) -> Result<()> {
     // SAFETY: a zeroed stat is a valid output buffer; fstat only writes into it.

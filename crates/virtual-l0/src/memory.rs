@@ -58,15 +58,18 @@ pub fn max_alloc(driver: DriverKind) -> u64 {
     }
 }
 
-/// Total system RAM in bytes (0 if unknown).
+/// Total system RAM in bytes (0 if unknown), read once: every GPU allocation checks against it.
 pub fn total_ram() -> u64 {
-    // SAFETY: plain-old-data out-parameter, written by sysinfo.
-    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
-    // SAFETY: si is a valid out-parameter.
-    if unsafe { libc::sysinfo(&mut si) } != 0 {
-        return 0;
-    }
-    si.totalram as u64 * si.mem_unit as u64
+    static RAM: OnceLock<u64> = OnceLock::new();
+    *RAM.get_or_init(|| {
+        // SAFETY: plain-old-data out-parameter, written by sysinfo.
+        let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+        // SAFETY: si is a valid out-parameter.
+        if unsafe { libc::sysinfo(&mut si) } != 0 {
+            return 0;
+        }
+        si.totalram as u64 * si.mem_unit as u64
+    })
 }
 
 /// Where the NPU-side addresses of NPU allocations start (the NPU's own address space).
@@ -192,30 +195,29 @@ fn lock(driver: DriverKind) -> std::sync::MutexGuard<'static, BTreeMap<(usize, u
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The allocation of `driver` containing `ptr` (interior pointers included), if any.
-pub fn lookup(driver: DriverKind, ptr: *const c_void) -> Option<AllocInfo> {
-    let p = ptr as usize;
+/// The record containing `p` (interior pointers included), of context `ctx` if given. Records are
+/// keyed by base, so the candidates are the ones starting at or below `p`.
+fn find(reg: &BTreeMap<(usize, u64), Record>, p: usize, ctx: Option<usize>) -> Option<&Record> {
     if p == 0 {
         return None;
     }
-    let reg = lock(driver);
-    reg.range(..=(p, u64::MAX)).rev().take(64).map(|(_, r)| r.info).find(|i| p >= i.base && p < i.base + i.size.max(1))
+    reg.range(..=(p, u64::MAX))
+        .rev()
+        .map(|(_, r)| r)
+        .filter(|r| ctx.is_none_or(|c| r.info.context == c))
+        .take(64)
+        .find(|r| p >= r.info.base && p < r.info.base + r.info.size.max(1))
+}
+
+/// The allocation of `driver` containing `ptr` (interior pointers included), if any.
+pub fn lookup(driver: DriverKind, ptr: *const c_void) -> Option<AllocInfo> {
+    find(&lock(driver), ptr as usize, None).map(|r| r.info)
 }
 
 /// The allocation of `driver` made on context `ctx` containing `ptr`: how the NPU driver looks memory
 /// up (per context: linux-npu-driver `vpu_device_context.cpp` `findBufferObject`).
 pub fn lookup_in(driver: DriverKind, ctx: usize, ptr: *const c_void) -> Option<AllocInfo> {
-    let p = ptr as usize;
-    if p == 0 {
-        return None;
-    }
-    let reg = lock(driver);
-    reg.range(..=(p, u64::MAX))
-        .rev()
-        .map(|(_, r)| r.info)
-        .filter(|i| i.context == ctx)
-        .take(64)
-        .find(|i| p >= i.base && p < i.base + i.size.max(1))
+    find(&lock(driver), ptr as usize, Some(ctx)).map(|r| r.info)
 }
 
 /// Number of live registry entries of `driver` (imports included).
@@ -246,9 +248,10 @@ fn exported() -> std::sync::MutexGuard<'static, std::collections::HashSet<(u64, 
     S.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether `fd` is a dma-buf: one of our exports, or a real dma-buf (`/proc/self/fd` link).
-fn is_dma_buf(fd: c_int) -> bool {
-    if fd_inode(fd).is_some_and(|i| exported().contains(&i)) {
+/// Whether `fd` (whose file is `inode`) is a dma-buf: one of our exports, or a real dma-buf
+/// (`/proc/self/fd` link).
+fn is_dma_buf(fd: c_int, inode: (u64, u64)) -> bool {
+    if exported().contains(&inode) {
         return true;
     }
     std::fs::read_link(format!("/proc/self/fd/{fd}")).is_ok_and(|t| {
@@ -493,7 +496,7 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
             DriverKind::Gpu => gpu_err,
         };
         let (inode, buf_len) = fd_stat(fd).ok_or(fail(ZE_RESULT_ERROR_INVALID_ARGUMENT))?;
-        if !is_dma_buf(fd) {
+        if !is_dma_buf(fd, inode) {
             return Err(fail(ZE_RESULT_ERROR_INVALID_ARGUMENT));
         }
         let len = match req.driver {
@@ -657,14 +660,8 @@ pub fn free_context(driver: DriverKind, ctx: usize) -> usize {
 /// fd for the allocation, the same number on every call, closed by `zeMemFree`. NPU: a new fd the
 /// caller owns.
 pub fn export_fd(driver: DriverKind, ptr: *const c_void) -> ZeResult<c_int> {
-    let p = ptr as usize;
     let reg = lock(driver);
-    let rec = reg
-        .range(..=(p, u64::MAX))
-        .next_back()
-        .map(|(_, r)| r)
-        .filter(|r| p >= r.info.base && p < r.info.base + r.info.size.max(1))
-        .ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+    let rec = find(&reg, ptr as usize, None).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
     let Backing::Memfd { fd, .. } = rec.backing else {
         return Err(match driver {
             DriverKind::Gpu => ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,

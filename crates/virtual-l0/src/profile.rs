@@ -54,8 +54,10 @@ pub struct Profile {
     /// Whether the NPU driver can import system memory (userptr): NPU 40xx+ and a kernel with the
     /// userptr ioctl.
     pub npu_userptr: bool,
-    /// `ZE_extension_command_queue_npu` version: 1.1 where the kernel has HW scheduling (NPU 40xx+
-    /// kernels of 2025 on), 1.0 otherwise.
+    /// `ZE_extension_command_queue_npu` minor version: 1.1 where every device has the kernel's
+    /// `DRM_IVPU_CAP_MANAGE_CMDQ` (linux-npu-driver `driver_handle.cpp` `getSupportedCmdQueueExtVersion`),
+    /// which the kernel reports only under hardware scheduling (`ivpu_drv.c` `ivpu_is_capable`); the
+    /// firmware schedules in the OS on NPU 37xx (inferred from `ivpu_fw.c`), so 1.0 there.
     pub npu_command_queue_ext_minor: u32,
     /// iGPU PCI device id (compute-runtime `shared/source/dll/devices/devices_base.inl`).
     pub gpu_device_id: u32,
@@ -123,35 +125,26 @@ fn base(name: &str) -> Option<Profile> {
             gpu_shared_system_usm: false,
             gpu_driver_build: BUILD,
         },
+        // Arrow Lake-H: Meteor Lake's NPU 37xx under another id, an Xe-LPG+ iGPU.
         "arl" => Profile {
             name: "arl",
             laptop: "Arrow Lake",
             npu_device_id: 0xAD1D,
-            npu_generation: NpuGeneration::Npu37xx,
-            npu_userptr: false,
-            npu_command_queue_ext_minor: 0,
             gpu_device_id: 0x7D51,
             gpu_ip_version: (12 << 22) | (74 << 14) | 4,
-            gpu_name: "Intel(R) Arc(TM) Graphics",
-            gpu_topology: [1, 8, 16, 8, 8],
-            gpu_xe2_or_later: false,
-            gpu_shared_system_usm: false,
-            gpu_driver_build: BUILD,
+            ..base("mtl")?
         },
+        // Panther Lake-H: NPU 50xx, an Xe3-LPG iGPU; the kernel features of Lunar Lake.
         "ptl" => Profile {
             name: "ptl",
             laptop: "Panther Lake",
             npu_device_id: 0xB03E,
             npu_generation: NpuGeneration::Npu50xx,
-            npu_userptr: true,
-            npu_command_queue_ext_minor: 1,
             gpu_device_id: 0xB080,
             gpu_ip_version: (30 << 22) | 4,
             gpu_name: "Intel(R) Arc(TM) B390 GPU",
             gpu_topology: [1, 12, 8, 10, 16],
-            gpu_xe2_or_later: true,
-            gpu_shared_system_usm: false,
-            gpu_driver_build: BUILD,
+            ..base("lnl")?
         },
         _ => return None,
     })

@@ -257,7 +257,7 @@ fn resolve_key(key: &str, names: &[(String, Vec<String>)]) -> Option<usize> {
 }
 
 /// Builds a graph from a validated descriptor. Errors are build-log text.
-fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Result<Graph, String> {
+fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Result<Graph, String> {
     if create_flags & ZE_GRAPH_FLAG_ENABLE_PROFILING != 0 {
         return Err("profiling (ZE_GRAPH_FLAG_ENABLE_PROFILING) is not supported by the virtual NPU".into());
     }
@@ -450,7 +450,7 @@ fn build(format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Res
         native,
         compiled,
         pending: Mutex::new(Pending { global: vec![0; n], per_thread: HashMap::new() }),
-        context: 0,
+        context,
     })
 }
 
@@ -493,7 +493,7 @@ unsafe fn create_graph(
     trace(format_args!(
         "npu graph create: format {format_:#x}, {input_size} bytes, flags {create_flags:#x}, build flags {flags:?}"
     ));
-    let result = build(format_, data, &flags, create_flags);
+    let result = build(h_context as usize, format_, data, &flags, create_flags);
     let (res, text) = match result {
         Ok(g) => {
             let text = format!(
@@ -505,7 +505,6 @@ unsafe fn create_graph(
             // Registered with the first graph, so they read 0 rather than "unknown" before any execution.
             crate::counters::add("npu.graph_args.dma_buf", 0);
             crate::counters::add("npu.graph_args.sysmem", 0);
-            let g = Graph { context: h_context as usize, ..g };
             *out_graph =
                 create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
             (Ok(()), text)
