@@ -386,6 +386,96 @@ fn dma_buf_tensors_from_a_callers_fd_have_no_host_views() {
     drop((r, t1, t2));
 }
 
+#[test]
+fn a_buffer_is_imported_once_per_npu_context() {
+    let _s = serial();
+    let s = setup(models::multi_io());
+    let g = gpu();
+    // Two fds of one exported buffer. The real NPU driver gives two imports of one buffer the same
+    // buffer object, so freeing the first would break the second (the virtual NPU then fails the
+    // graph): the bridge imports the buffer once and the second tensor uses that import.
+    let (a, b) = (s.m.sample_input(0), s.m.sample_input(1));
+    let (mut mem, fd) = g.exported(4096, Some(&a));
+    let imports0 = counter("npu.imports.dma_buf");
+    let first = s
+        .npu
+        .dma_buf_tensor(dup_fd(fd.as_fd()).unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input)
+        .unwrap();
+    let second = s.npu.dma_buf_tensor(fd, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    assert_eq!(counter("npu.imports.dma_buf"), imports0 + 1, "one import for two tensors over one buffer");
+    assert_eq!(first.params().unwrap().mem_type, Some(MemType::SharedBuf));
+    assert_eq!(
+        second.params().unwrap().mem_handle,
+        first.params().unwrap().mem_handle,
+        "the second tensor is the first import's mapping"
+    );
+    assert_eq!(second.host_bytes().unwrap_err().kind(), &ErrorKind::Unsupported { path: "host view" });
+    // The first tensor goes; the import stays for the second, which still reads the GPU's pages.
+    drop(first);
+    let a2 = other_input(&s.m, 0);
+    mem.write(0, &a2).unwrap();
+    let tb = in_place_input(&s.npu, &b, [1, 1024]);
+    let sum = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+    let prod = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+    let graph_dma0 = counter("npu.graph_args.dma_buf");
+    let mut r = s.request();
+    r.set_input_tensor(0, &second).unwrap();
+    r.set_input_tensor(1, &tb).unwrap();
+    r.set_output_tensor(0, &sum).unwrap();
+    r.set_output_tensor(1, &prod).unwrap();
+    r.infer().unwrap();
+    s.assert_matches_cpu(&[a2, b.clone()], &[read_remote(&sum), read_remote(&prod)]);
+    assert!(counter("npu.graph_args.dma_buf") > graph_dma0, "the graph read the imported pages in place");
+    // Once every tensor over it is gone, the buffer is imported afresh.
+    drop((r, second));
+    let live0 = counter("npu.live_allocations");
+    let again =
+        s.npu.dma_buf_tensor(mem.export_dma_buf().unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input);
+    assert_eq!(counter("npu.imports.dma_buf"), imports0 + 2, "a new import after the first was freed");
+    drop(again.unwrap());
+    assert_eq!(counter("npu.live_allocations"), live0);
+}
+
+#[test]
+fn input_cpu_va_tensors_are_read_only_for_the_npu_and_cannot_be_outputs() {
+    let _s = serial();
+    let s = setup(models::multi_io());
+    if !imports_user_memory(&s.npu) {
+        return;
+    }
+    let (a, b) = (s.m.sample_input(0), s.m.sample_input(1));
+    // Made for an input: the plugin imports it write-combined, which the NPU maps read-only.
+    let input = s
+        .npu
+        .cpu_va_tensor(PageAlignedBuffer::from_slice(&a).unwrap(), ElementType::F32, [1, 1024], TensorType::Input)
+        .unwrap();
+    assert!(input.is_read_only_for_device());
+    let mut r = s.request();
+    for e in [r.set_output_tensor(0, &input).unwrap_err(), r.set_tensor(&s.m.outputs[1].name, &input).unwrap_err()] {
+        assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("read-only") && e.to_string().contains("TensorType::Output"), "{e}");
+    }
+    // A tensor reusing that import (a CPU_VA tensor at its start) is read-only too.
+    let va = input.params().unwrap().mem_handle;
+    let keep: KeepAlive = Arc::new(input.clone());
+    // SAFETY: va is the start of the input tensor's 4096-byte buffer, kept alive by `keep`.
+    let alias =
+        unsafe { s.npu.cpu_va_tensor_from_raw(va, 4096, Some(keep), ElementType::F32, [1, 1024], TensorType::Binded) }
+            .unwrap();
+    assert!(alias.is_read_only_for_device(), "it reuses the read-only import");
+    assert_eq!(r.set_output_tensor(1, &alias).unwrap_err().kind(), &ErrorKind::InvalidArgument);
+    // As inputs they work; outputs made for outputs are writable.
+    let out = |tt| s.npu.cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], tt).unwrap();
+    let (sum, prod) = (out(TensorType::Output), out(TensorType::Binded));
+    assert!(!sum.is_read_only_for_device() && !prod.is_read_only_for_device());
+    r.set_input_tensor(0, &input).unwrap();
+    r.set_tensor(&s.m.inputs[1].name, &in_place_input(&s.npu, &b, [1, 1024])).unwrap();
+    r.set_output_tensor(0, &sum).unwrap();
+    r.set_output_tensor(1, &prod).unwrap();
+    r.infer().unwrap();
+    s.assert_matches_cpu(&[a, b], &[read_remote(&sum), read_remote(&prod)]);
+}
+
 // ------------------------------------------------------------------------------------------------
 // Bad inputs: typed errors, no leaks
 // ------------------------------------------------------------------------------------------------

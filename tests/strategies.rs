@@ -500,7 +500,8 @@ mod inner {
         let din = &e.m.inputs[0];
         let dout = &e.m.outputs[0];
         // The zero-copy strategy that works on every laptop profile (CPU_VA of SYCL USM does not).
-        for s in [Strategy::DmaBuf(DmaBuf::new(&e.npu, &e.ctx, &e.gpu).unwrap())] {
+        {
+            let s = Strategy::DmaBuf(DmaBuf::new(&e.npu, &e.ctx, &e.gpu).unwrap());
             let kind = s.kind();
             let q = s.queue();
             let mut input = s.tensor(din.element_type, din.shape.clone(), TensorType::Input).unwrap();

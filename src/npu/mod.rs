@@ -57,6 +57,7 @@
 mod buffer;
 mod context;
 mod generation;
+mod imports;
 mod tensors;
 
 // For the sharing strategies (feature `sycl`), which size their allocations as these paths do.

@@ -2,9 +2,10 @@
 
 use std::ffi::c_void;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::buffer::{PageAlignedBuffer, PAGE_SIZE};
+use super::imports::{self, DmaBufClaim};
 use super::NpuContext;
 use crate::error::{Error, ErrorKind, Result};
 use crate::level_zero::MemoryKind;
@@ -141,8 +142,10 @@ impl NpuContext {
             return Err(Error::size(format!("CPU_VA {element_type} tensor of shape {shape}"), needed, byte_len));
         }
         let l0 = self.level_zero_context();
+        let context = l0.as_raw() as usize;
         let known = l0.memory_properties(ptr)?;
-        if known.kind != MemoryKind::Unknown {
+        let imports = known.kind == MemoryKind::Unknown;
+        if !imports {
             // Already an allocation (or import) of the plugin's context: the plugin does not import
             // it again but reuses the allocation found by its id, at the allocation's START
             // (measured with 2026.4.1: the tensor's MEM_HANDLE is the base, and the graph reads
@@ -188,19 +191,36 @@ impl NpuContext {
                 return Err(Error::alignment("CPU_VA byte size", PAGE_SIZE, needed));
             }
         }
+        // The plugin imports an INPUT tensor with the write-combined flag, which the NPU driver turns
+        // into a read-only buffer object (linux-npu-driver `umd/level_zero_driver/source/memory.cpp`
+        // `Context::importUserPtr`); a reused allocation keeps whatever its import was.
+        let read_only =
+            if imports { tensor_type == TensorType::Input } else { imports::is_read_only(context, known.id) };
+        // Filled once the import exists: forgets the read-only import when the tensor is freed.
+        let read_only_record: Arc<OnceLock<KeepAlive>> = Arc::new(OnceLock::new());
+        let mut keep: Vec<KeepAlive> = keepalive.into_iter().collect();
+        keep.push(read_only_record.clone());
         // SAFETY: the caller guarantees ptr is valid for byte_len ≥ needed bytes until keepalive
         // is dropped; alignment and size were checked above (or the pointer lies in an allocation
         // of the plugin's context, which the plugin bounds-checks); the tensor holds keepalive.
-        unsafe {
+        let tensor = unsafe {
             self.remote_context().create_tensor_raw(
                 element_type,
                 shape,
                 MemType::CpuVa,
                 Some(ptr),
                 Some(tensor_type),
-                keepalive.into_iter().collect(),
+                keep,
             )
+        }?;
+        if read_only {
+            tensor.handle.mark_read_only_for_device();
+            if imports {
+                let id = l0.memory_properties(ptr)?.id;
+                let _ = read_only_record.set(imports::record_read_only(context, id));
+            }
         }
+        Ok(tensor)
     }
 
     /// **dma-buf** tensor (`MEM_TYPE=SHARED_BUF`, Linux): imports the dma-buf `fd` refers to,
@@ -215,6 +235,12 @@ impl NpuContext {
     /// [`write`](crate::level_zero::L0Allocation::write), or a SYCL queue); the next inference
     /// sees such writes without rebinding. (The [`DmaBuf`](crate#sharing-strategies) strategy's
     /// tensors own their memory and do have host views.)
+    ///
+    /// **One import per buffer.** The NPU driver gives every import of one buffer in one context
+    /// the same buffer object, and the first free would break the others. So a buffer this NPU
+    /// context has imported already (through any fd of it) is not imported again: the new tensor
+    /// uses the first import's mapping (its `MEM_TYPE` is then `CPU_VA`, at the mapping's start)
+    /// and keeps that import alive.
     ///
     /// **The fd.** This takes ownership of `fd`: the tensor keeps it open for as long as it (or any
     /// request that bound it) lives, and closes it exactly once when it is dropped. The NPU plugin
@@ -236,7 +262,6 @@ impl NpuContext {
         shape: impl Into<Shape>,
         tensor_type: TensorType,
     ) -> Result<RemoteTensor> {
-        let shape = shape.into();
         let fd = match check_open(&fd) {
             Ok(()) => fd,
             Err(e) => {
@@ -246,6 +271,23 @@ impl NpuContext {
                 return Err(e);
             }
         };
+        self.import_dma_buf(fd, byte_len, element_type, shape.into(), tensor_type, Vec::new(), false)
+    }
+
+    /// The one dma-buf import: checks, then imports the buffer once per NPU context. `memory` is
+    /// the buffer's owner (kept after the fd closes); `exclusive` says the tensor is the memory's
+    /// only way in (so host views are allowed), which a buffer imported already cannot be.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn import_dma_buf(
+        &self,
+        fd: OwnedFd,
+        byte_len: usize,
+        element_type: ElementType,
+        shape: Shape,
+        tensor_type: TensorType,
+        memory: Vec<KeepAlive>,
+        exclusive: bool,
+    ) -> Result<RemoteTensor> {
         let needed = tensor_bytes(element_type, &shape)?;
         if !self.capabilities().fd_import {
             return Err(Error::unsupported(
@@ -271,27 +313,57 @@ impl NpuContext {
                 available,
             ));
         }
-        let raw = fd.as_raw_fd();
-        let owner: KeepAlive = Arc::new(fd);
-        // SAFETY: `raw` is an open fd whose buffer holds at least the tensor's byte size (checked);
-        // `owner` is that fd, kept open by the tensor until OpenVINO freed the tensor and every
-        // request let go of it, and then closed once. If the call fails, `owner` is dropped (the
-        // fd closed) before this returns. Host views, which would need the memory to be reachable
-        // only through the tensor, are disabled below.
-        let mut tensor = unsafe {
-            self.remote_context().create_tensor_raw(
-                element_type,
-                shape,
-                MemType::SharedBuf,
-                Some(MemType::fd_handle(raw)),
-                Some(tensor_type),
-                vec![owner],
-            )
-        }?;
-        // The exporter still owns the pages (and other fds of the buffer may exist): they can be
-        // written behind the tensor's back, so no host view (a Rust slice) of them may be handed out.
-        tensor.exclusive_memory = false;
-        Ok(tensor)
+        let context = self.level_zero_context().as_raw() as usize;
+        match imports::claim_dma_buf(context, fd.as_fd())? {
+            DmaBufClaim::Reuse(live) => {
+                if exclusive {
+                    return Err(Error::invalid_argument(format!(
+                        "the dma-buf behind fd {} is already imported into this NPU context, so a tensor over it \
+                         cannot be the memory's only way in",
+                        fd.as_raw_fd()
+                    )));
+                }
+                // The buffer is imported already: a second import would share the driver's buffer
+                // object, and the first free would break the other. Use the first import's
+                // mapping (the plugin reuses an allocation of its context found at its start).
+                let mut keep: Vec<KeepAlive> = vec![live.owner, Arc::new(fd)];
+                keep.extend(memory);
+                let owner: KeepAlive = Arc::new(keep);
+                // SAFETY: live.va is the driver's mapping of the whole buffer (live.len bytes),
+                // valid while the first import lives, which `owner` keeps alive; host views are
+                // disabled below, and the caller's other accesses go through the exporter.
+                let mut tensor = unsafe {
+                    self.cpu_va_tensor_from_raw(live.va, live.len, Some(owner), element_type, shape, tensor_type)
+                }?;
+                tensor.exclusive_memory = false;
+                Ok(tensor)
+            }
+            DmaBufClaim::Import(record) => {
+                let raw = fd.as_raw_fd();
+                // Dropped in this order after OpenVINO freed the tensor: the fd closes, the claim
+                // is released, then the memory's owner goes.
+                let mut keep: Vec<KeepAlive> = vec![Arc::new(fd), record.clone()];
+                keep.extend(memory);
+                // SAFETY: `raw` is an open fd whose buffer holds at least the tensor's byte size
+                // (checked); it is kept open by the tensor until OpenVINO freed the tensor and every
+                // request let go of it, and then closed once. If the call fails, the keep-alives are
+                // dropped (the fd closed) before this returns. Host views are allowed only when the
+                // caller says the tensor is the memory's only way in.
+                let mut tensor = unsafe {
+                    self.remote_context().create_tensor_raw(
+                        element_type,
+                        shape,
+                        MemType::SharedBuf,
+                        Some(MemType::fd_handle(raw)),
+                        Some(tensor_type),
+                        keep,
+                    )
+                }?;
+                record.publish(&tensor.handle, tensor.params()?.mem_handle, available);
+                tensor.exclusive_memory = exclusive;
+                Ok(tensor)
+            }
+        }
     }
 }
 

@@ -103,6 +103,20 @@ impl CompiledModel {
             .collect()
     }
 
+    /// Whether `name` is one of the tensor names of an input (any of its names, not only the first).
+    pub fn has_input_named(&self, name: &str) -> Result<bool> {
+        let c = cstring("tensor name", name)?;
+        let mut p = std::ptr::null_mut();
+        // SAFETY: live compiled model; c outlives the call; p is an out-pointer.
+        let status = unsafe { sys::ov_compiled_model_input_by_name(self.as_raw(), c.as_ptr(), &mut p) };
+        if status != sys::ov_status_e::OK || p.is_null() {
+            return Ok(false);
+        }
+        // SAFETY: p is a new port owned here (freed by take_port); the compiled model is alive.
+        unsafe { take_port(p) }?;
+        Ok(true)
+    }
+
     /// A property of the compiled model as a string (`ov_compiled_model_get_property`).
     pub fn property(&self, key: &str) -> Result<String> {
         let c_key = cstring("property key", key)?;

@@ -180,6 +180,15 @@ impl InferRequest {
         Ok(())
     }
 
+    /// Whether an inference writes into `port`: outputs, and names that are no input's.
+    fn written_by_inference(&self, port: &Port) -> Result<bool> {
+        Ok(match port {
+            Port::Input(_) => false,
+            Port::Output(_) => true,
+            Port::Name(n) => !self.model.has_input_named(n)?,
+        })
+    }
+
     /// Checks a tensor against the port's element type and static shape.
     fn validate(&self, port: &Port, handle: &TensorHandle) -> Result<()> {
         let Some(info) = self.port_info(port) else { return Ok(()) };
@@ -207,6 +216,14 @@ impl InferRequest {
         self.check_index(&port)?;
         let handle = tensor.handle();
         self.validate(&port, handle)?;
+        if handle.is_read_only_for_device() && self.written_by_inference(&port)? {
+            return Err(Error::invalid_argument(format!(
+                "{port}: the NPU writes into this port, but the tensor's memory is read-only for the NPU: it is a \
+                 CPU_VA import made with TensorType::Input, which the NPU driver maps read-only (the plugin passes \
+                 the write-combined flag, which linux-npu-driver turns into a read-only buffer object). Make output \
+                 tensors with TensorType::Output or TensorType::Binded"
+            )));
+        }
         let raw = self.as_raw();
         let t = handle.as_ptr();
         // SAFETY (all three): live request and tensor; the C API copies the ov::Tensor (a

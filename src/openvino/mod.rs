@@ -46,7 +46,7 @@ mod properties;
 mod remote_context;
 mod remote_tensor;
 mod shape;
-mod tensor;
+pub(crate) mod tensor;
 
 pub use self::compiled_model::CompiledModel;
 pub use self::core::{Core, DeviceVersion};

@@ -137,6 +137,13 @@ impl RemoteTensor {
         self.handle.shape()
     }
 
+    /// Whether the device may only read the tensor's memory: a CPU_VA import made with
+    /// [`TensorType::Input`] (the NPU driver maps it read-only). Such a tensor cannot be bound to an
+    /// output ([`InferRequest::set_output_tensor`](super::InferRequest::set_output_tensor) refuses it).
+    pub fn is_read_only_for_device(&self) -> bool {
+        self.handle.is_read_only_for_device()
+    }
+
     /// The byte size of the tensor's data.
     pub fn byte_size(&self) -> Result<usize> {
         self.handle.byte_size()

@@ -6,6 +6,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use openvino_sys as sys;
@@ -29,6 +30,9 @@ struct UseState {
 pub struct TensorHandle {
     ptr: NonNull<sys::ov_tensor_t>,
     state: Mutex<UseState>,
+    /// The device may only read the memory: the NPU driver imported it read-only (a CPU_VA import
+    /// made for `TensorType::Input`), so it must never be bound where an inference writes.
+    read_only_for_device: AtomicBool,
     // Dropped after `ptr` is freed (fields drop after `Drop::drop`).
     _keepalive: Vec<KeepAlive>,
 }
@@ -50,7 +54,20 @@ impl TensorHandle {
     /// everything its memory depends on.
     pub(crate) unsafe fn from_raw(ptr: *mut sys::ov_tensor_t, keepalive: Vec<KeepAlive>) -> Result<Arc<Self>> {
         let ptr = NonNull::new(ptr).ok_or_else(|| Error::invalid_argument("OpenVINO returned a null tensor"))?;
-        Ok(Arc::new(TensorHandle { ptr, state: Mutex::new(UseState::default()), _keepalive: keepalive }))
+        Ok(Arc::new(TensorHandle {
+            ptr,
+            state: Mutex::new(UseState::default()),
+            read_only_for_device: AtomicBool::new(false),
+            _keepalive: keepalive,
+        }))
+    }
+
+    pub(crate) fn mark_read_only_for_device(&self) {
+        self.read_only_for_device.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_read_only_for_device(&self) -> bool {
+        self.read_only_for_device.load(Ordering::Acquire)
     }
 
     pub(crate) fn as_ptr(&self) -> *mut sys::ov_tensor_t {

@@ -1,14 +1,13 @@
 //! dma-buf: SYCL exportable device memory, exported as a dma-buf fd and imported by the NPU as
 //! SHARED_BUF.
 
-use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::{sizes, Parts, SharedTensor, StrategyKind};
 use crate::error::{Error, Result};
 use crate::npu::{NpuContext, PAGE_SIZE};
-use crate::openvino::{ElementType, KeepAlive, MemType, Shape, TensorType};
+use crate::openvino::{ElementType, KeepAlive, Shape, TensorType};
 use crate::sycl::{self, ExportableDeviceMemory, SyclMemory};
 
 /// **dma-buf**: SYCL device memory allocated exportable
@@ -80,24 +79,10 @@ impl DmaBuf {
         let mut mem = ExportableDeviceMemory::new(&self.parts.context, &self.parts.device, len, PAGE_SIZE)?;
         let fd = mem.export_dma_buf()?;
         let ptr = NonNull::new(mem.as_mut_ptr()).expect("exportable memory is never null");
-        let raw = fd.as_raw_fd();
-        // Dropped in this order after the tensor is freed: the fd closes, then the GPU memory is freed.
-        let keepalive: Vec<KeepAlive> = vec![Arc::new(fd), Arc::new(mem)];
-        // SAFETY: `raw` is an open dma-buf fd (owned by the first keep-alive) exported from the
-        // allocation of `len ≥ tensor bytes` in the second keep-alive; the tensor keeps both until
-        // OpenVINO and every request let go of it. The memory was moved in, so it is reached only
-        // through the SharedTensor's guarded copies and the tensor's checked views. On error the
-        // keep-alives are dropped (fd closed, memory freed) before this returns.
-        let tensor = unsafe {
-            self.parts.npu.remote_context().create_tensor_raw(
-                element_type,
-                shape,
-                MemType::SharedBuf,
-                Some(MemType::fd_handle(raw)),
-                Some(tensor_type),
-                keepalive,
-            )
-        }?;
+        // The tensor owns the fd and keeps the memory (freed after the fd closes); the memory was
+        // moved in, so the tensor is its only way in and may have host views.
+        let memory: Vec<KeepAlive> = vec![Arc::new(mem)];
+        let tensor = self.parts.npu.import_dma_buf(fd, len, element_type, shape, tensor_type, memory, true)?;
         self.parts.shared(tensor, StrategyKind::DmaBuf, ptr, len)
     }
 
