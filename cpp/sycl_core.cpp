@@ -81,6 +81,7 @@ DeviceInfo device_info(const sycl::device& d, std::size_t platform_index, std::s
   info.vendor = d.get_info<sycl::info::device::vendor>();
   info.vendor_id = d.get_info<sycl::info::device::vendor_id>();
   info.is_level_zero = d.get_backend() == L0;
+  info.usm_system_allocations = d.has(sycl::aspect::usm_system_allocations);
   if (info.is_level_zero) {
     info.native_device = native_device(d);
     info.native_driver = native_driver(d.get_platform());

@@ -40,6 +40,7 @@ DeviceRecord to_record(const core::DeviceInfo& d) {
   r.is_level_zero = d.is_level_zero;
   r.native_device = d.native_device;
   r.native_driver = d.native_driver;
+  r.usm_system_allocations = d.usm_system_allocations;
   return r;
 }
 

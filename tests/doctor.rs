@@ -61,6 +61,12 @@ fn rows<'a>(out: &'a str, section: &str) -> Vec<&'a str> {
 }
 
 /// The strategy table's rows as (strategy, memory, result, zero-copy), parsed by column.
+/// Whether the profile's NPU imports user memory (NPU 40xx+ with the userptr ioctl).
+fn user_memory_import() -> bool {
+    let profile = std::env::var("VL0_PROFILE");
+    !matches!(profile.as_deref(), Ok("mtl") | Ok("arl")) && std::env::var("VL0_NPU_USERPTR").as_deref() != Ok("0")
+}
+
 fn strategy_rows(out: &str) -> Vec<(String, String, String, String)> {
     let lines = rows(out, "SHARING STRATEGIES");
     let header = lines[0];
@@ -133,6 +139,12 @@ fn doctor_reports_the_strategies_the_strategy_tests_prove() {
         let cpu_va = find("CPU_VA", memory);
         assert_eq!((cpu_va.2.as_str(), cpu_va.3.as_str()), ("unsupported", "-"), "{cpu_va:?}");
     }
+    // Shared system memory: where the NPU imports user memory (NPU 40xx+), the NPU uses the pages in
+    // place and SYCL copies (no iGPU reports shared-system USM by default).
+    let shared = find("shared system memory", "page-aligned process memory");
+    let imports = user_memory_import();
+    let want = if imports { ("works", "no") } else { ("unsupported", "-") };
+    assert_eq!((shared.2.as_str(), shared.3.as_str()), want, "{shared:?}");
     let copy = find("NPU→SYCL copy", "L0 host tensor");
     assert_eq!((copy.2.as_str(), copy.3.as_str()), ("works", "no"), "{copy:?}");
     // The card path's reason, as the typed error says it.
@@ -141,7 +153,8 @@ fn doctor_reports_the_strategies_the_strategy_tests_prove() {
     assert!(details.contains("the card path is not supported here"), "{details}");
     assert!(details.contains("no SYCL platform wraps that driver"), "{details}");
     assert!(out.contains("AUTO: chooses dma-buf"), "{out}");
-    assert!(out.contains("RESULT: 2 of 5 work"), "{out}");
+    let result = if imports { "RESULT: 3 of 6 work" } else { "RESULT: 2 of 6 work" };
+    assert!(out.contains(result), "{out}");
 }
 
 #[test]
@@ -183,7 +196,8 @@ fn doctor_json_parses_and_agrees_with_the_table() {
     assert!(card["detail"].as_str().unwrap().contains("no SYCL platform wraps that driver"), "{card:#}");
     assert_eq!(v["auto"]["chosen"], "dma-buf");
     let working = v["working"].as_array().unwrap();
-    assert_eq!(working.len(), 2, "dma-buf and the NPU→SYCL copy: {v:#}");
+    let want = if user_memory_import() { 3 } else { 2 };
+    assert_eq!(working.len(), want, "dma-buf, the NPU→SYCL copy and (NPU 40xx+) shared system memory: {v:#}");
 }
 
 #[test]

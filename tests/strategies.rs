@@ -67,6 +67,40 @@ both_adapters!(
     npu_to_sycl_copies_and_refuses_zero_copy_v1,
     npu_to_sycl_copies_and_refuses_zero_copy_v2
 );
+both_adapters!(
+    shared_system_memory_where_the_npu_imports_it,
+    shared_system_memory_where_the_npu_imports_it_v1,
+    shared_system_memory_where_the_npu_imports_it_v2
+);
+
+/// Shared system memory on a GPU that reports shared-system USM (`VL0_GPU_SHARED_SYSTEM=1`): only
+/// Xe2 and later have it (Lunar and Panther Lake); on Meteor/Arrow Lake the child runs without it.
+fn run_child_with_system_usm(v2: bool) {
+    let name = "shared_system_memory_where_the_npu_imports_it";
+    let adapter = if v2 { "v2" } else { "v1" };
+    let xe2 = matches!(std::env::var("VL0_PROFILE").as_deref(), Err(_) | Ok("lnl") | Ok("ptl"));
+    if !xe2 {
+        eprintln!("this profile's iGPU (Xe-LPG) never reports shared-system USM: the child runs without it");
+    }
+    let label = format!("adapter {adapter}, shared-system USM");
+    common::child::run_child(name, &label, &format!("STRATEGY-CHILD-DONE {name}"), |cmd| {
+        cmd.env(CHILD_ENV, adapter).env("SYCL_UR_USE_LEVEL_ZERO_V2", if v2 { "1" } else { "0" });
+        if xe2 {
+            cmd.env("VL0_GPU_SHARED_SYSTEM", "1");
+        }
+    });
+}
+
+#[test]
+fn shared_system_memory_with_system_usm_v1() {
+    run_child_with_system_usm(false);
+}
+
+#[test]
+fn shared_system_memory_with_system_usm_v2() {
+    run_child_with_system_usm(true);
+}
+
 both_adapters!(auto_picks_dma_buf_and_says_why, auto_picks_dma_buf_and_says_why_v1, auto_picks_dma_buf_and_says_why_v2);
 both_adapters!(
     sycl_access_is_sycl_memory_and_excludes_inference,
@@ -84,7 +118,8 @@ mod inner {
     use npu_sycl_bridge::models::{self, ReferenceModel};
     use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, RemoteTensor, TensorType};
     use npu_sycl_bridge::strategy::{
-        Auto, CardPath, CpuVa, DmaBuf, NpuToSycl, SharedTensor, Strategy, StrategyKind, NPU_TO_SYCL_ZERO_COPY,
+        Auto, CardPath, CpuVa, DmaBuf, NpuToSycl, SharedSystem, SharedTensor, Strategy, StrategyKind,
+        NPU_TO_SYCL_ZERO_COPY,
     };
     use npu_sycl_bridge::sycl::{
         self, Backend, Context, ContextOrigin, DeviceType, LevelZeroOwnership, Queue, SyclMemory, UsmBuffer, UsmKind,
@@ -149,7 +184,7 @@ mod inner {
     /// The graph-argument counter that proves the NPU ran on imported memory of this strategy.
     fn graph_arg_counter(kind: StrategyKind) -> Option<&'static str> {
         match kind {
-            StrategyKind::CardPath | StrategyKind::CpuVa => Some("npu.graph_args.sysmem"),
+            StrategyKind::CardPath | StrategyKind::CpuVa | StrategyKind::SharedSystem => Some("npu.graph_args.sysmem"),
             StrategyKind::DmaBuf => Some("npu.graph_args.dma_buf"),
             StrategyKind::NpuToSycl => None,
         }
@@ -171,12 +206,12 @@ mod inner {
         let tsum = s.tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
         let tprod = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
         assert_eq!(ta.kind(), kind);
-        assert_eq!(ta.is_zero_copy(), kind != StrategyKind::NpuToSycl);
+        assert_eq!(ta.is_zero_copy(), s.is_zero_copy());
         assert_eq!(ta.byte_size(), 4096);
         assert!(Arc::ptr_eq(ta.sycl_context(), s.sycl_context()));
         ta.write(q, 0, &a).unwrap();
         tb.write(q, 0, &b).unwrap();
-        if kind.is_zero_copy() {
+        if kind != StrategyKind::NpuToSycl {
             // The NPU's view of the tensor shows what SYCL wrote: the same bytes.
             assert_eq!(
                 ta.remote_tensor().host_bytes().unwrap().to_vec(),
@@ -445,6 +480,56 @@ mod inner {
     }
 
     // ---------------------------------------------------------------------------------------------
+    // Shared system memory
+    // ---------------------------------------------------------------------------------------------
+
+    #[test]
+    fn shared_system_memory_where_the_npu_imports_it() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let system_usm = std::env::var("VL0_GPU_SHARED_SYSTEM").as_deref() == Ok("1");
+        assert_eq!(e.gpu.usm_system_allocations, system_usm, "SYCL's aspect follows the GPU's capability");
+        if !e.npu.capabilities().sysmem_import {
+            let err = SharedSystem::new(&e.npu, &e.ctx, &e.gpu).unwrap_err();
+            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "shared system memory" }, "{err}");
+            assert!(err.to_string().contains("STANDARD_ALLOCATION") && err.to_string().contains("DmaBuf"), "{err}");
+            println!("adapter {}: no user-memory import here, checked the refusal: {err}", adapter());
+            done("shared_system_memory_where_the_npu_imports_it");
+            return;
+        }
+        let s = SharedSystem::new(&e.npu, &e.ctx, &e.gpu).unwrap();
+        assert_eq!(s.is_zero_copy(), system_usm);
+        let mut t = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+        assert_eq!(t.is_zero_copy(), system_usm);
+        // The NPU uses the very pages SYCL addresses: CPU_VA at the same pointer, not SYCL memory.
+        let p = t.remote_tensor().params().unwrap();
+        assert_eq!(p.mem_type, Some(npu_sycl_bridge::openvino::MemType::CpuVa));
+        assert_eq!(p.mem_handle, t.sycl_ptr().cast());
+        assert_eq!(e.ctx.pointer_kind(t.sycl_ptr().cast()).unwrap(), None, "ordinary process memory");
+        // SYCL kernels reach it only with shared-system USM; SYCL memcpys always do.
+        let q = s.queue();
+        let mut usm = UsmBuffer::new(&e.ctx, &e.gpu, UsmKind::Device, 4096, 64).unwrap();
+        let pattern: Vec<u32> = (0..1024).map(|i| i * 3 + 5).collect();
+        q.write(&mut usm, 0, &pattern).unwrap();
+        if system_usm {
+            let mut access = t.sycl_mut().unwrap();
+            q.copy(&usm, &mut access, 4096).unwrap();
+        } else {
+            let err = t.sycl_mut().unwrap_err();
+            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "shared system memory" }, "{err}");
+            assert!(err.to_string().contains("usm_system_allocations"), "{err}");
+            t.copy_from(q, &usm, 4096).unwrap();
+        }
+        let seen: Vec<u32> = t.remote_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect();
+        assert_eq!(seen, pattern, "the NPU's mapping shows what SYCL wrote");
+        drop(t);
+        run_multi_io(&e, &Strategy::SharedSystem(s));
+        done("shared_system_memory_where_the_npu_imports_it");
+    }
+
+    // ---------------------------------------------------------------------------------------------
     // Auto
     // ---------------------------------------------------------------------------------------------
 
@@ -459,7 +544,13 @@ mod inner {
         println!("adapter {}: {d}", adapter());
         assert_eq!(
             Auto::ORDER,
-            [StrategyKind::CardPath, StrategyKind::DmaBuf, StrategyKind::CpuVa, StrategyKind::NpuToSycl]
+            [
+                StrategyKind::CardPath,
+                StrategyKind::DmaBuf,
+                StrategyKind::CpuVa,
+                StrategyKind::SharedSystem,
+                StrategyKind::NpuToSycl
+            ]
         );
         assert_eq!(d.chosen, StrategyKind::DmaBuf, "{d}");
         assert_eq!(auto.kind(), StrategyKind::DmaBuf);
@@ -474,12 +565,18 @@ mod inner {
             d.error(StrategyKind::CpuVa).map(|e| e.kind().clone()),
             Some(ErrorKind::Unsupported { path: "CPU_VA" })
         );
-        assert_eq!(d.working(), vec![StrategyKind::DmaBuf, StrategyKind::NpuToSycl]);
+        // Shared system memory needs the NPU's user-memory import (NPU 40xx+ with the userptr ioctl).
+        let expected = if e.npu.capabilities().sysmem_import {
+            vec![StrategyKind::DmaBuf, StrategyKind::SharedSystem, StrategyKind::NpuToSycl]
+        } else {
+            vec![StrategyKind::DmaBuf, StrategyKind::NpuToSycl]
+        };
+        assert_eq!(d.working(), expected, "{d}");
         let text = d.to_string();
         assert!(text.starts_with("chose dma-buf because card path: "), "{text}");
         assert!(text.contains("no SYCL platform wraps that driver"), "{text}");
         assert!(text.contains("dma-buf: works"), "{text}");
-        assert!(text.contains("also working: NPU→SYCL copy"), "{text}");
+        assert!(text.contains("also working: ") && text.contains("NPU→SYCL copy)"), "{text}");
         assert!(Arc::ptr_eq(auto.sycl_context(), &e.ctx));
         // Auto's strategy runs the model like any other.
         let (strategy, _decision) = auto.into_parts();

@@ -65,6 +65,9 @@ struct DeviceInfo {
   std::uintptr_t native_device = 0;
   /// ze_driver_handle_t of the device's platform (Level Zero only), 0 otherwise.
   std::uintptr_t native_driver = 0;
+  /// aspect::usm_system_allocations: kernels and copies reach ordinary process memory (malloc,
+  /// mmap) directly; Level Zero reports it as the device's shared-system allocation capabilities.
+  bool usm_system_allocations = false;
 };
 
 /// The native queue object behind a Level Zero sycl::queue: a command queue (adapter v1) or an

@@ -37,7 +37,7 @@ use npu_sycl_bridge::level_zero::{self, sys, DeviceType, Driver, INTEL_NPU_DRIVE
 use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
-use npu_sycl_bridge::strategy::{Auto, CardPath, CpuVa, DmaBuf, NpuToSycl, Strategy, StrategyKind};
+use npu_sycl_bridge::strategy::{Auto, CardPath, CpuVa, DmaBuf, NpuToSycl, SharedSystem, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, Platform, UsmKind};
 use npu_sycl_bridge::virtual_platform::{self, Selection, VirtualPlatform};
 use npu_sycl_bridge::{Error, ErrorKind};
@@ -399,6 +399,7 @@ impl Bench<'_> {
             StrategyKind::CardPath => Strategy::CardPath(CardPath::from_npu(self.npu)?),
             StrategyKind::DmaBuf => Strategy::DmaBuf(DmaBuf::new(self.npu, self.context, self.gpu)?),
             StrategyKind::CpuVa => Strategy::CpuVa(CpuVa::new(self.npu, self.context, self.gpu, usm)?),
+            StrategyKind::SharedSystem => Strategy::SharedSystem(SharedSystem::new(self.npu, self.context, self.gpu)?),
             StrategyKind::NpuToSycl => Strategy::NpuToSycl(NpuToSycl::new(self.npu, self.context, self.gpu)?),
         })
     }
@@ -464,10 +465,18 @@ impl Bench<'_> {
         match delta {
             Some([gpu_copied, npu_copied, inferences, args_dma_buf, args_sysmem]) => {
                 let imported = args_dma_buf + args_sysmem;
-                let zero_copy =
-                    kind.is_zero_copy() && gpu_copied == 0 && npu_copied == 0 && inferences == 1 && imported == bound;
-                let how = if kind.is_zero_copy() {
+                let zero_copy = strategy.is_zero_copy()
+                    && gpu_copied == 0
+                    && npu_copied == 0
+                    && inferences == 1
+                    && imported == bound;
+                let how = if strategy.is_zero_copy() {
                     format!("{imported} of {bound} graph arguments were SYCL's own pages")
+                } else if kind == StrategyKind::SharedSystem {
+                    format!(
+                        "{imported} of {bound} graph arguments were the shared pages, which SYCL reaches by memcpy \
+                         (the device has no shared-system USM)"
+                    )
                 } else {
                     "the graph ran on the plugin's memory; SYCL reaches it by memcpy".to_string()
                 };
@@ -489,7 +498,7 @@ impl Bench<'_> {
                     all_same &= p.mem_handle == t.sycl_ptr().cast();
                 }
                 types.dedup();
-                let zero_copy = kind.is_zero_copy();
+                let zero_copy = strategy.is_zero_copy();
                 let evidence = match kind {
                     StrategyKind::DmaBuf => "the NPU driver imported SYCL's dma-bufs".to_string(),
                     StrategyKind::NpuToSycl => "SYCL reaches the plugin's memory by memcpy".to_string(),
@@ -554,11 +563,12 @@ fn gather(force_virtual: bool) -> Result<Report> {
     let mut strategies = Vec::new();
     let mut auto = None;
     let npu_info;
-    let rows: [(StrategyKind, &'static str, UsmKind); 5] = [
+    let rows: [(StrategyKind, &'static str, UsmKind); 6] = [
         (StrategyKind::CardPath, "the NPU plugin's L0 context", UsmKind::Shared),
         (StrategyKind::DmaBuf, "exportable device memory", UsmKind::Device),
         (StrategyKind::CpuVa, "host USM", UsmKind::Host),
         (StrategyKind::CpuVa, "shared USM", UsmKind::Shared),
+        (StrategyKind::SharedSystem, "page-aligned process memory", UsmKind::Host),
         (StrategyKind::NpuToSycl, "L0 host tensor + memcpy", UsmKind::Host),
     ];
     let setup = || -> Result<Setup, Error> {
@@ -812,14 +822,14 @@ fn table(r: &Report) -> String {
         "SHARING STRATEGIES (each run end to end on {}: create, write via SYCL, bind, infer on the NPU, read via SYCL, compare with the CPU plugin)",
         r.model
     );
-    let _ = writeln!(o, "  {:<14} {:<28} {:<12} zero-copy", "strategy", "memory", "result");
+    let _ = writeln!(o, "  {:<20} {:<28} {:<12} zero-copy", "strategy", "memory", "result");
     for s in &r.strategies {
         let zc = match s.zero_copy {
             Some(true) => "yes",
             Some(false) => "no",
             None => "-",
         };
-        let _ = writeln!(o, "  {:<14} {:<28} {:<12} {zc}", s.kind.as_str(), s.variant, s.status.as_str());
+        let _ = writeln!(o, "  {:<20} {:<28} {:<12} {zc}", s.kind.as_str(), s.variant, s.status.as_str());
     }
     let _ = writeln!(o, "  details:");
     for s in &r.strategies {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{CardPath, CpuVa, DmaBuf, NpuToSycl, SharedTensor, Strategy, StrategyKind};
+use super::{CardPath, CpuVa, DmaBuf, NpuToSycl, SharedSystem, SharedTensor, Strategy, StrategyKind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::npu::NpuContext;
 use crate::openvino::{ElementType, Shape, TensorType};
@@ -12,13 +12,15 @@ use crate::sycl::{self, Queue, UsmKind};
 /// **Auto**: tries every strategy on this machine and uses the best one that works.
 ///
 /// # Order
-/// [`StrategyKind::ALL`]: **card path → dma-buf → CPU_VA → NPU→SYCL copy**.
+/// [`StrategyKind::ALL`]: **card path → dma-buf → CPU_VA → shared system memory → NPU→SYCL copy**.
 /// 1. [`CardPath`] over the NPU's own context (zero-copy, one context for both): fails on stock
 ///    DPC++ with a typed explanation, but is tried first so a stack that supports it gets it.
 /// 2. [`DmaBuf`]: Intel's recommended Linux path; zero-copy, SYCL keeps device memory.
 /// 3. [`CpuVa`] with host USM: zero-copy, but GPU-driver USM as NPU sysmem is unverified on real
 ///    hardware.
-/// 4. [`NpuToSycl`]: always works where the NPU works, but copies on the SYCL side.
+/// 4. [`SharedSystem`]: process memory the NPU imports; zero-copy for SYCL only where the device
+///    reaches system memory, SYCL copies elsewhere; needs the NPU's user-memory import.
+/// 5. [`NpuToSycl`]: always works where the NPU works, but copies on the SYCL side.
 ///
 /// On the virtual platform (and, presumably, every Linux Core Ultra with stock DPC++) Auto chooses
 /// **dma-buf**, because the card path is unsupported.
@@ -95,7 +97,7 @@ impl fmt::Display for AutoDecision {
 
 impl Auto {
     /// The order Auto tries the strategies in.
-    pub const ORDER: [StrategyKind; 4] = StrategyKind::ALL;
+    pub const ORDER: [StrategyKind; 5] = StrategyKind::ALL;
 
     /// Tries every strategy in [`ORDER`](Self::ORDER) for `npu` and the SYCL `device` of
     /// `context` (the iGPU's), and keeps the first that works.
@@ -155,6 +157,7 @@ impl Auto {
             StrategyKind::CardPath => Strategy::CardPath(CardPath::from_npu(npu)?),
             StrategyKind::DmaBuf => Strategy::DmaBuf(DmaBuf::new(npu, context, device)?),
             StrategyKind::CpuVa => Strategy::CpuVa(CpuVa::new(npu, context, device, UsmKind::Host)?),
+            StrategyKind::SharedSystem => Strategy::SharedSystem(SharedSystem::new(npu, context, device)?),
             StrategyKind::NpuToSycl => Strategy::NpuToSycl(NpuToSycl::new(npu, context, device)?),
         })
     }

@@ -163,7 +163,7 @@ fn no_sycl_platform(l0_context: &level_zero::Context, npu: &NpuContext) -> Error
              exportable device memory -> dma-buf fd -> NPU SHARED_BUF, what Intel recommends on Linux), or the \
              NPU→SYCL copy (NpuToSycl), or let Auto choose. CPU_VA (CpuVa) of SYCL host/shared USM does not \
              work: the NPU cannot pin the GPU driver's USM; CPU_VA of page-aligned process memory does on NPU \
-             40xx+ (NpuContext::cpu_va_tensor)"
+             40xx+ (the SharedSystem strategy, or NpuContext::cpu_va_tensor)"
         ),
     )
 }

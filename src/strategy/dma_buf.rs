@@ -83,7 +83,7 @@ impl DmaBuf {
         // moved in, so the tensor is its only way in and may have host views.
         let memory: Vec<KeepAlive> = vec![Arc::new(mem)];
         let tensor = self.parts.npu.import_dma_buf(fd, len, element_type, shape, tensor_type, memory, true)?;
-        self.parts.shared(tensor, StrategyKind::DmaBuf, ptr, len)
+        self.parts.shared(tensor, StrategyKind::DmaBuf, true, ptr, len)
     }
 
     parts_accessors! {

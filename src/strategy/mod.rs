@@ -10,8 +10,9 @@
 //! | [`CardPath`] | `CardPath` | `malloc_shared` in a SYCL context made **from the NPU's** Level Zero context | CPU_VA (the plugin reuses its own allocation) | **never on stock DPC++** (the NPU's driver is no SYCL platform): a typed [`Unsupported`](crate::ErrorKind::Unsupported) error; the rest of the path runs for a context whose driver SYCL lists | yes |
 //! | [`DmaBuf`] | `DmaBuf` | `alloc_exportable_device_mem` → dma-buf fd | SHARED_BUF import | what Intel recommends on Linux; needs DMA_BUF import in the NPU driver (cross-driver i915/xe → ivpu import unverified) | yes |
 //! | [`CpuVa`] | `CpuVa` | `aligned_alloc_host` / `aligned_alloc_shared` (4096) | CPU_VA (sysmem import) | needs STANDARD_ALLOCATION import; GPU-driver USM as NPU sysmem is **unverified** on i915/xe + ivpu | yes |
+//! | [`SharedSystem`] | `SharedSystem` | ordinary page-aligned process memory: used in place where the device has `usm_system_allocations`, reached by SYCL `memcpy` elsewhere | CPU_VA (sysmem import) | needs STANDARD_ALLOCATION import (NPU 40xx+ with the userptr ioctl); unverified on hardware | NPU side always; SYCL side only with shared-system USM |
 //! | [`NpuToSycl`] | `NpuToSycl` | SYCL `memcpy` to/from the plugin's memory | L0 host tensor (plugin `zeMemAllocHost`) | everywhere the NPU works | **no**: a CPU copy on the SYCL side |
-//! | [`Auto`] | the first that works | | | probes the machine: card path → dma-buf → CPU_VA → NPU→SYCL copy | |
+//! | [`Auto`] | the first that works | | | probes the machine: card path → dma-buf → CPU_VA → shared system memory → NPU→SYCL copy | |
 //!
 //! # Ownership and drop order
 //! ```text
@@ -127,6 +128,7 @@ mod card_path;
 mod cpu_va;
 mod dma_buf;
 mod npu_to_sycl;
+mod shared_system;
 
 use std::ffi::c_void;
 use std::fmt;
@@ -139,13 +141,14 @@ pub use self::card_path::CardPath;
 pub use self::cpu_va::CpuVa;
 pub use self::dma_buf::DmaBuf;
 pub use self::npu_to_sycl::{NpuToSycl, NPU_TO_SYCL_ZERO_COPY};
+pub use self::shared_system::SharedSystem;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::npu::{self, NpuContext, PAGE_SIZE};
 use crate::openvino::{ElementType, KeepAlive, RemoteTensor, Shape, TensorBytesMut, TensorType};
 use crate::sycl::{self, Pod, Queue, SyclMemory, UsmBuffer, UsmKind};
 
-/// The four ways a SYCL buffer and an NPU tensor can share memory, in [`Auto`]'s order.
+/// The ways a SYCL buffer and an NPU tensor can share memory, in [`Auto`]'s order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StrategyKind {
     /// [`CardPath`]: a SYCL context made from the NPU's Level Zero context, `malloc_shared` in it.
@@ -154,30 +157,41 @@ pub enum StrategyKind {
     DmaBuf,
     /// [`CpuVa`]: page-aligned SYCL host/shared USM, imported by the NPU as CPU_VA.
     CpuVa,
+    /// [`SharedSystem`]: page-aligned process memory imported by the NPU as CPU_VA, used in place
+    /// by SYCL where the device reaches system memory, copied by SYCL elsewhere.
+    SharedSystem,
     /// [`NpuToSycl`]: the NPU plugin's own memory, copied to and from SYCL (not zero-copy).
     NpuToSycl,
 }
 
 impl StrategyKind {
     /// Every strategy, in the order [`Auto`] tries them.
-    pub const ALL: [StrategyKind; 4] =
-        [StrategyKind::CardPath, StrategyKind::DmaBuf, StrategyKind::CpuVa, StrategyKind::NpuToSycl];
+    pub const ALL: [StrategyKind; 5] = [
+        StrategyKind::CardPath,
+        StrategyKind::DmaBuf,
+        StrategyKind::CpuVa,
+        StrategyKind::SharedSystem,
+        StrategyKind::NpuToSycl,
+    ];
 
     /// The name used in messages and as the `path` of
     /// [`Unsupported`](crate::ErrorKind::Unsupported) errors: `"card path"`, `"dma-buf"`,
-    /// `"CPU_VA"`, `"NPU→SYCL copy"`.
+    /// `"CPU_VA"`, `"shared system memory"`, `"NPU→SYCL copy"`.
     pub fn as_str(self) -> &'static str {
         match self {
             StrategyKind::CardPath => "card path",
             StrategyKind::DmaBuf => "dma-buf",
             StrategyKind::CpuVa => "CPU_VA",
+            StrategyKind::SharedSystem => "shared system memory",
             StrategyKind::NpuToSycl => "NPU→SYCL copy",
         }
     }
 
-    /// Whether SYCL and the NPU use the same bytes (every strategy but [`NpuToSycl`](Self::NpuToSycl)).
+    /// Whether SYCL and the NPU always use the same bytes: every strategy but
+    /// [`NpuToSycl`](Self::NpuToSycl) and [`SharedSystem`](Self::SharedSystem), which is zero-copy
+    /// only where the SYCL device reaches system memory ([`Strategy::is_zero_copy`] tells).
     pub fn is_zero_copy(self) -> bool {
-        !matches!(self, StrategyKind::NpuToSycl)
+        !matches!(self, StrategyKind::NpuToSycl | StrategyKind::SharedSystem)
     }
 }
 
@@ -308,7 +322,10 @@ impl SharedTensor {
     /// inference uses the tensor or a view of it is alive.
     pub fn sycl_mut(&mut self) -> Result<SyclAccess<'_>> {
         if !self.is_zero_copy() {
-            return Err(npu_to_sycl::not_sycl_memory());
+            return Err(match self.kind {
+                StrategyKind::SharedSystem => shared_system_not_reached(),
+                _ => npu_to_sycl::not_sycl_memory(),
+            });
         }
         let view = self.tensor.host_bytes_mut()?;
         Ok(SyclAccess { _view: view, ptr: self.ptr, len: self.byte_size, context: &self.context })
@@ -516,6 +533,8 @@ pub enum Strategy {
     DmaBuf(DmaBuf),
     /// See [`CpuVa`].
     CpuVa(CpuVa),
+    /// See [`SharedSystem`].
+    SharedSystem(SharedSystem),
     /// See [`NpuToSycl`].
     NpuToSycl(NpuToSycl),
 }
@@ -526,6 +545,7 @@ macro_rules! each {
             Strategy::CardPath($s) => $e,
             Strategy::DmaBuf($s) => $e,
             Strategy::CpuVa($s) => $e,
+            Strategy::SharedSystem($s) => $e,
             Strategy::NpuToSycl($s) => $e,
         }
     };
@@ -538,7 +558,16 @@ impl Strategy {
             Strategy::CardPath(_) => StrategyKind::CardPath,
             Strategy::DmaBuf(_) => StrategyKind::DmaBuf,
             Strategy::CpuVa(_) => StrategyKind::CpuVa,
+            Strategy::SharedSystem(_) => StrategyKind::SharedSystem,
             Strategy::NpuToSycl(_) => StrategyKind::NpuToSycl,
+        }
+    }
+
+    /// Whether SYCL and the NPU use the same bytes with this strategy here.
+    pub fn is_zero_copy(&self) -> bool {
+        match self {
+            Strategy::SharedSystem(s) => s.is_zero_copy(),
+            other => other.kind().is_zero_copy(),
         }
     }
 
@@ -599,6 +628,7 @@ impl Parts {
         &self,
         tensor: RemoteTensor,
         kind: StrategyKind,
+        zero_copy: bool,
         ptr: NonNull<u8>,
         allocation_len: usize,
     ) -> Result<SharedTensor> {
@@ -606,7 +636,7 @@ impl Parts {
         Ok(SharedTensor {
             tensor,
             kind,
-            zero_copy: kind.is_zero_copy(),
+            zero_copy,
             ptr,
             byte_size,
             allocation_len,
@@ -655,7 +685,7 @@ impl Parts {
                 None => e,
             }
         })?;
-        self.shared(tensor, kind, ptr, len)
+        self.shared(tensor, kind, true, ptr, len)
     }
 
     /// The probe every strategy runs: a 4 KiB `u8` tensor; a pattern written by SYCL must be what
@@ -712,6 +742,18 @@ pub(crate) fn sizes(element_type: ElementType, shape: &Shape) -> Result<(usize, 
 /// The shape of the probe tensor: 4096 bytes.
 pub(crate) const PROBE_SHAPE: [usize; 1] = [PAGE_SIZE];
 
+/// The error for kernel-visible access to [`SharedSystem`] pages on a device without shared-system USM.
+fn shared_system_not_reached() -> Error {
+    Error::unsupported(
+        StrategyKind::SharedSystem.as_str(),
+        "this SYCL device does not reach ordinary process memory directly (no aspect::usm_system_allocations: the \
+         GPU reports no shared-system USM, as on Meteor/Arrow Lake and on Xe2+ without a kernel that mirrors CPU \
+         page tables), so SYCL kernels cannot use these pages. SYCL memcpys still reach them: use \
+         SharedTensor::write / read / copy_from / copy_to. For zero-copy on the SYCL side use the dma-buf strategy \
+         (DmaBuf)",
+    )
+}
+
 /// The NPU refused to import SYCL host or shared USM. On Intel laptops compute-runtime backs those
 /// with a CPU mapping of GPU buffer objects (`drm_memory_manager.cpp` `createAllocWithAlignment`,
 /// mmap of the DRM fd), which the NPU's kernel driver cannot pin (`pin_user_pages(FOLL_LONGTERM)`
@@ -723,7 +765,7 @@ fn gpu_usm_not_pinnable(usm: UsmKind, cause: Error) -> Error {
             "the NPU driver could not import this SYCL {usm:?} USM as system memory: Intel's GPU driver maps host and \
              shared USM from GPU buffer objects, which the NPU's kernel driver cannot pin. Zero-copy works with the \
              dma-buf strategy (DmaBuf, what Auto picks); CPU_VA works with ordinary page-aligned process memory \
-             (PageAlignedBuffer, NpuContext::cpu_va_tensor) that SYCL copies into"
+             (the SharedSystem strategy, or PageAlignedBuffer and NpuContext::cpu_va_tensor) that SYCL copies into"
         ),
     )
     .with_source(cause)

@@ -61,7 +61,7 @@ impl NpuToSycl {
         sizes(element_type, &shape)?;
         let tensor = self.parts.npu.l0_host_tensor(element_type, shape, tensor_type)?;
         let ptr = host_va(&tensor)?;
-        let mut t = self.parts.shared(tensor, StrategyKind::NpuToSycl, ptr, 0)?;
+        let mut t = self.parts.shared(tensor, StrategyKind::NpuToSycl, false, ptr, 0)?;
         t.zero_copy = false;
         Ok(t)
     }

@@ -74,6 +74,8 @@ pub(crate) mod bridge {
         native_device: usize,
         /// `ze_driver_handle_t` of the device's platform, 0 unless Level Zero.
         native_driver: usize,
+        /// `aspect::usm_system_allocations`.
+        usm_system_allocations: bool,
     }
 
     /// Where a device is: `get_platforms()[platform_index].get_devices()[device_index]`.

@@ -138,6 +138,11 @@ pub struct Device {
     pub vendor: String,
     /// `info::device::vendor_id` (0x8086 for Intel).
     pub vendor_id: u32,
+    /// `aspect::usm_system_allocations`: the device reaches ordinary process memory (`malloc`,
+    /// `mmap`) directly, as shared-system USM. Level Zero GPUs report it through their shared-system
+    /// allocation capabilities: on Intel laptops only Xe2 and later with a kernel that mirrors CPU
+    /// page tables, and not by default.
+    pub usm_system_allocations: bool,
     native_device: usize,
     native_driver: usize,
 }
@@ -152,6 +157,7 @@ impl Device {
             name: r.name,
             vendor: r.vendor,
             vendor_id: r.vendor_id,
+            usm_system_allocations: r.usm_system_allocations,
             native_device: if r.is_level_zero { r.native_device } else { 0 },
             native_driver: if r.is_level_zero { r.native_driver } else { 0 },
         }
