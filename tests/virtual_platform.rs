@@ -507,7 +507,12 @@ fn drivers_and_devices() {
         assert!(root.is_null());
         let mut mp: ze_device_memory_access_properties_t = zeroed();
         ok(a.zeDeviceGetMemoryAccessProperties(gdev, &mut mp), "memory access");
-        assert_ne!(mp.sharedSingleDeviceAllocCapabilities, 0);
+        // compute-runtime product_helper.inl: RW|ATOMIC, no concurrent access, on every iGPU here.
+        assert_eq!(
+            (mp.hostAllocCapabilities, mp.deviceAllocCapabilities, mp.sharedSingleDeviceAllocCapabilities),
+            (0x3, 0x3, 0x3)
+        );
+        assert_eq!(mp.sharedCrossDeviceAllocCapabilities, 0);
 
         let mut n = 0u32;
         ok(a.zeDriverGetExtensionProperties(gpu, &mut n, std::ptr::null_mut()), "gpu extensions");

@@ -221,12 +221,23 @@ ze_api! {
         // SAFETY: handle validated; out-parameter from the caller.
         let (d, p) = unsafe { (device_from(h)?, out(props)?) };
         match d.driver() {
+            // compute-runtime `device.cpp` `Device::getMemoryAccessProperties` with the base
+            // `ProductHelperHw` (`os_interface/product_helper.inl`), which none of these products
+            // overrides: host (`getHostMemCapabilities`, `getHostMemCapabilitiesValue`), device
+            // (`getDeviceMemCapabilities`) and shared single-device
+            // (`getSingleDeviceSharedMemCapabilities`) are RW|ATOMIC; CONCURRENT and
+            // CONCURRENT_ATOMIC only with the `EnableUsmConcurrentAccessSupport` debug key or KMD
+            // migration, which `isKmdMigrationSupported` (false) rules out on integrated GPUs.
+            // Cross-device: 0 for one root device without sub-devices. Shared system: the
+            // capability table's value, all four flags on Lunar/Panther Lake with shared-system USM
+            // enabled (`linux/hw_info_extra_{lnl,ptl}.cpp`, `drm_neo.cpp`
+            // `adjustSharedSystemMemCapabilities`), else 0.
             DriverKind::Gpu => {
-                p.hostAllocCapabilities = ACCESS_ALL;
-                p.deviceAllocCapabilities = ACCESS_ALL;
-                p.sharedSingleDeviceAllocCapabilities = ACCESS_ALL;
+                let rw = ZE_MEMORY_ACCESS_CAP_FLAG_RW | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC;
+                p.hostAllocCapabilities = rw;
+                p.deviceAllocCapabilities = rw;
+                p.sharedSingleDeviceAllocCapabilities = rw;
                 p.sharedCrossDeviceAllocCapabilities = 0;
-                // Plain process memory reached by the GPU directly (xe2+ with a recent xe kernel).
                 p.sharedSystemAllocCapabilities =
                     if profile::current().gpu_shared_system_usm { ACCESS_ALL } else { 0 };
             }
