@@ -387,7 +387,12 @@ fn loader_surface() {
         assert_eq!(table, [0x55; 4]);
         let default_ctx: unsafe extern "C" fn(ze_driver_handle_t) -> ze_context_handle_t =
             std::mem::transmute(dlsym("zeDriverGetDefaultContext"));
-        assert!(default_ctx(drivers().0).is_null());
+        // compute-runtime: the driver's one default context; linux-npu-driver 1.32.1: none (NULL).
+        let (gpu, npu) = drivers();
+        assert!(!default_ctx(gpu).is_null());
+        assert_eq!(default_ctx(gpu), default_ctx(gpu), "one per driver");
+        assert!(default_ctx(npu).is_null());
+        assert!(default_ctx(std::ptr::null_mut()).is_null());
     }
 }
 
@@ -488,14 +493,16 @@ fn drivers_and_devices() {
         // getGetExternalMemoryProperties).
         assert_eq!(ext.memoryAllocationImportTypes & 0x102, if userptr { 0x102 } else { 0x2 });
 
+        // Exact groups per profile: `gpu_queues_copy_engine_default_context_and_usm_per_profile`.
         let mut n = 0u32;
         ok(a.zeDeviceGetCommandQueueGroupProperties(gdev, &mut n, std::ptr::null_mut()), "queue groups");
-        assert_eq!(n, 1);
+        assert!(n >= 2, "compute and copy groups");
         let mut g: ze_command_queue_group_properties_t = zeroed();
         g.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES;
+        n = 1;
         ok(a.zeDeviceGetCommandQueueGroupProperties(gdev, &mut n, &mut g), "queue groups");
-        assert_eq!(g.flags & 3, 3);
-        assert!(g.maxMemoryFillPatternSize >= 4);
+        assert_eq!(n, 1, "as many as asked for");
+        assert_eq!(g.flags & 3, 3, "ordinal 0 computes and copies");
 
         let mut subs = 7u32;
         ok(a.zeDeviceGetSubDevices(gdev, &mut subs, std::ptr::null_mut()), "zeDeviceGetSubDevices");
@@ -505,7 +512,12 @@ fn drivers_and_devices() {
         assert!(root.is_null());
         let mut mp: ze_device_memory_access_properties_t = zeroed();
         ok(a.zeDeviceGetMemoryAccessProperties(gdev, &mut mp), "memory access");
-        assert_ne!(mp.sharedSingleDeviceAllocCapabilities, 0);
+        // compute-runtime product_helper.inl: RW|ATOMIC, no concurrent access, on every iGPU here.
+        assert_eq!(
+            (mp.hostAllocCapabilities, mp.deviceAllocCapabilities, mp.sharedSingleDeviceAllocCapabilities),
+            (0x3, 0x3, 0x3)
+        );
+        assert_eq!(mp.sharedCrossDeviceAllocCapabilities, 0);
 
         let mut n = 0u32;
         ok(a.zeDriverGetExtensionProperties(gpu, &mut n, std::ptr::null_mut()), "gpu extensions");
@@ -1106,6 +1118,19 @@ fn profiles_present_the_real_laptops() {
     run_child("profile", &[("VL0_PROFILE", "lnl"), ("VL0_NPU_USERPTR", "0")]);
 }
 
+/// The iGPU's queue groups (a copy-only blitter group among them, with its fill-pattern limit),
+/// copies and fills on the copy queue, the default context and the USM access capabilities, as
+/// compute-runtime reports them on each laptop (`crates/virtual-l0/src/api/device.rs`
+/// `queue_groups`, `driver.rs` `gpu_default_context`), each profile in its own process; plus
+/// Lunar Lake with shared-system USM (`VL0_GPU_SHARED_SYSTEM=1`).
+#[test]
+fn gpu_queues_copy_engine_default_context_and_usm_per_profile() {
+    for (name, ..) in PROFILES {
+        run_child("gpu_queues", &[("VL0_PROFILE", name)]);
+    }
+    run_child("gpu_queues", &[("VL0_PROFILE", "lnl"), ("VL0_GPU_SHARED_SYSTEM", "1")]);
+}
+
 #[test]
 fn an_unknown_profile_fails_every_init() {
     let stderr = run_child("bad_profile", &[("VL0_PROFILE", "kbl")]);
@@ -1315,6 +1340,245 @@ mod inner {
                 free(ctx, p);
             }
             destroy_contexts(&[ctx]);
+        });
+    }
+
+    /// One profile's iGPU queues, copy engine, default context and USM capabilities.
+    #[test]
+    fn gpu_queues() {
+        in_child("gpu_queues", || {
+            let a = api();
+            let name = this_profile().0;
+            let xe_lpg = matches!(name, "mtl" | "arl");
+            let (gpu, npu) = drivers();
+            let (gdev, ndev) = (device_of(gpu), device_of(npu));
+            // compute-runtime device.cpp getCommandQueueGroupProperties: CCS (compute), RCS
+            // (render, Xe-LPG only), BCS (copy; 16-byte patterns on Xe-LPG, 1 byte on Xe2/Xe3).
+            const COMPUTE: u32 = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE
+                | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY
+                | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COOPERATIVE_KERNELS;
+            const RENDER: u32 = COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_METRICS;
+            const COPY: u32 = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
+            let want: Vec<(u32, usize, u32)> = if xe_lpg {
+                vec![(COMPUTE, usize::MAX, 1), (RENDER, usize::MAX, 1), (COPY, 16, 1)]
+            } else {
+                vec![(COMPUTE, usize::MAX, 1), (COPY, 1, 1)]
+            };
+            let groups = |dev| {
+                let mut n = 0u32;
+                // SAFETY: valid handle and count.
+                ok(unsafe { a.zeDeviceGetCommandQueueGroupProperties(dev, &mut n, std::ptr::null_mut()) }, "count");
+                let mut gs: Vec<ze_command_queue_group_properties_t> = (0..n + 2)
+                    .map(|_| {
+                        let mut g: ze_command_queue_group_properties_t = zeroed();
+                        g.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES;
+                        g
+                    })
+                    .collect();
+                let mut m = n + 2;
+                // SAFETY: an array of m entries.
+                ok(unsafe { a.zeDeviceGetCommandQueueGroupProperties(dev, &mut m, gs.as_mut_ptr()) }, "groups");
+                assert_eq!(m, n, "a larger count is cut to the real one");
+                gs.truncate(n as usize);
+                gs.iter().map(|g| (g.flags, g.maxMemoryFillPatternSize, g.numQueues)).collect::<Vec<_>>()
+            };
+            assert_eq!(groups(gdev), want, "{name}");
+            assert_eq!(groups(ndev), [(3, 4, 1)], "{name}: the NPU's one group");
+            let copy = want.len() as u32 - 1;
+            let fill_max = want[copy as usize].1;
+
+            // USM: RW|ATOMIC for host, device and shared single-device; no cross-device; shared
+            // system all four flags only with VL0_GPU_SHARED_SYSTEM=1 (compute-runtime
+            // product_helper.inl, hw_info_extra_lnl.cpp).
+            let system = std::env::var("VL0_GPU_SHARED_SYSTEM").as_deref() == Ok("1");
+            let mut mp: ze_device_memory_access_properties_t = zeroed();
+            mp.stype = ZE_STRUCTURE_TYPE_DEVICE_MEMORY_ACCESS_PROPERTIES;
+            // SAFETY: valid handle and out-parameter.
+            ok(unsafe { a.zeDeviceGetMemoryAccessProperties(gdev, &mut mp) }, "memory access");
+            let got = (
+                mp.hostAllocCapabilities,
+                mp.deviceAllocCapabilities,
+                mp.sharedSingleDeviceAllocCapabilities,
+                mp.sharedCrossDeviceAllocCapabilities,
+                mp.sharedSystemAllocCapabilities,
+            );
+            assert_eq!(got, (0x3, 0x3, 0x3, 0, if system { 0xF } else { 0 }), "{name}");
+
+            // The default context: one per GPU driver, usable; none on the NPU.
+            // SAFETY: the platform's export of that name has this signature.
+            let default_ctx: unsafe extern "C" fn(ze_driver_handle_t) -> ze_context_handle_t =
+                unsafe { std::mem::transmute(dlsym("zeDriverGetDefaultContext")) };
+            // SAFETY: valid driver handles.
+            let (dctx, nctx) = unsafe { (default_ctx(gpu), default_ctx(npu)) };
+            assert!(!dctx.is_null() && nctx.is_null(), "{name}");
+            // SAFETY: valid handle.
+            assert_eq!(unsafe { default_ctx(gpu) }, dctx, "the same context each time");
+            // SAFETY: valid handle.
+            ok(unsafe { a.zeContextGetStatus(dctx) }, "the default context is live");
+
+            // A copy and a fill on the copy-only queue of the default context, device memory.
+            let ctx = dctx;
+            let n = 4096usize;
+            // SAFETY: valid handles, descriptors and out-parameters; buffers outlive the work.
+            unsafe {
+                let dd = dev_desc(std::ptr::null());
+                let mut dev_mem: *mut c_void = std::ptr::null_mut();
+                ok(a.zeMemAllocDevice(ctx, &dd, n, 64, gdev, &mut dev_mem), "zeMemAllocDevice");
+                let host = alloc_host(ctx, std::ptr::null(), n);
+                let src: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
+                let mut back = vec![0u8; n];
+                let mut qd: ze_command_queue_desc_t = zeroed();
+                qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+                qd.ordinal = copy;
+                let mut q: ze_command_queue_handle_t = std::ptr::null_mut();
+                ok(a.zeCommandQueueCreate(ctx, gdev, &qd, &mut q), "copy queue");
+                let mut ord = 99u32;
+                ok(a.zeCommandQueueGetOrdinal(q, &mut ord), "zeCommandQueueGetOrdinal");
+                assert_eq!(ord, copy);
+                let mut ld: ze_command_list_desc_t = zeroed();
+                ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+                ld.commandQueueGroupOrdinal = copy;
+                let mut l: ze_command_list_handle_t = std::ptr::null_mut();
+                ok(a.zeCommandListCreate(ctx, gdev, &ld, &mut l), "copy list");
+                let copied0 = vp().counter("gpu.bytes_copied");
+                ok(
+                    a.zeCommandListAppendMemoryCopy(
+                        l,
+                        dev_mem,
+                        src.as_ptr().cast(),
+                        n,
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut(),
+                    ),
+                    "h2d",
+                );
+                ok(a.zeCommandListAppendBarrier(l, std::ptr::null_mut(), 0, std::ptr::null_mut()), "barrier");
+                ok(
+                    a.zeCommandListAppendMemoryCopy(
+                        l,
+                        back.as_mut_ptr().cast(),
+                        dev_mem,
+                        n,
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut(),
+                    ),
+                    "d2h",
+                );
+                let pattern: Vec<u8> = (0..fill_max as u8).map(|i| 0xC0 | i).collect();
+                let too_big = vec![0x5Au8; fill_max * 2];
+                assert_eq!(
+                    a.zeCommandListAppendMemoryFill(
+                        l,
+                        host,
+                        too_big.as_ptr().cast(),
+                        fill_max * 2,
+                        n,
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut()
+                    ),
+                    ZE_RESULT_ERROR_INVALID_SIZE,
+                    "{name}: a pattern over the blitter's {fill_max} bytes"
+                );
+                ok(
+                    a.zeCommandListAppendMemoryFill(
+                        l,
+                        host,
+                        pattern.as_ptr().cast(),
+                        fill_max,
+                        n,
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut(),
+                    ),
+                    "fill",
+                );
+                ok(a.zeCommandListClose(l), "close");
+                assert_eq!(back[1], 0, "nothing ran yet");
+                ok(
+                    a.zeCommandQueueExecuteCommandLists(q, 1, &mut { l }, std::ptr::null_mut()),
+                    "execute on the copy queue",
+                );
+                ok(a.zeCommandQueueSynchronize(q, u64::MAX), "synchronize");
+                assert_eq!(back, src, "{name}: the copy engine moved the bytes through device memory");
+                let filled = std::slice::from_raw_parts(host as *const u8, n);
+                assert!(filled.iter().enumerate().all(|(i, &b)| b == pattern[i % fill_max]), "{name}: fill");
+                assert_eq!(vp().counter("gpu.bytes_copied"), copied0 + 2 * n as u64 + n as u64);
+
+                // An immediate list of the copy group.
+                let mut iqd = qd;
+                iqd.mode = ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+                let mut il: ze_command_list_handle_t = std::ptr::null_mut();
+                ok(a.zeCommandListCreateImmediate(ctx, gdev, &iqd, &mut il), "immediate copy list");
+                let mut again = vec![0u8; n];
+                ok(
+                    a.zeCommandListAppendMemoryCopy(
+                        il,
+                        again.as_mut_ptr().cast(),
+                        dev_mem,
+                        n,
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut(),
+                    ),
+                    "immediate d2h",
+                );
+                assert_eq!(again, src);
+                assert_eq!(
+                    a.zeCommandListAppendMemoryFill(
+                        il,
+                        host,
+                        too_big.as_ptr().cast(),
+                        fill_max * 2,
+                        n,
+                        std::ptr::null_mut(),
+                        0,
+                        std::ptr::null_mut()
+                    ),
+                    ZE_RESULT_ERROR_INVALID_SIZE
+                );
+                // Ordinals and indexes out of range.
+                let mut bad = qd;
+                bad.index = 1;
+                let mut x: ze_command_queue_handle_t = std::ptr::null_mut();
+                assert_eq!(
+                    a.zeCommandQueueCreate(ctx, gdev, &bad, &mut x),
+                    ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                    "one BCS"
+                );
+                let mut xl: ze_command_list_handle_t = std::ptr::null_mut();
+                assert_eq!(a.zeCommandListCreateImmediate(ctx, gdev, &bad, &mut xl), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                bad.index = 0;
+                bad.ordinal = copy + 1;
+                assert_eq!(
+                    a.zeCommandQueueCreate(ctx, gdev, &bad, &mut x),
+                    ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                    "no such group"
+                );
+                let mut bld = ld;
+                bld.commandQueueGroupOrdinal = copy + 1;
+                let mut bl: ze_command_list_handle_t = std::ptr::null_mut();
+                assert_eq!(a.zeCommandListCreate(ctx, gdev, &bld, &mut bl), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                for r in [
+                    a.zeCommandListDestroy(il),
+                    a.zeCommandListDestroy(l),
+                    a.zeCommandQueueDestroy(q),
+                    a.zeMemFree(ctx, host),
+                    a.zeMemFree(ctx, dev_mem),
+                ] {
+                    ok(r, "destroy");
+                }
+            }
+            // zeContextDestroy destroys the default context like any other (compute-runtime
+            // Context::destroy); the driver keeps answering the dead handle.
+            // SAFETY: valid handle, no longer used but for the checks below.
+            unsafe {
+                ok(a.zeContextDestroy(dctx), "zeContextDestroy(default)");
+                assert_eq!(default_ctx(gpu), dctx);
+                assert_eq!(a.zeContextGetStatus(dctx), ZE_RESULT_ERROR_INVALID_ARGUMENT, "dead");
+            }
         });
     }
 

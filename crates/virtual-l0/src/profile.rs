@@ -76,6 +76,16 @@ pub struct Profile {
     pub gpu_shared_system_usm: bool,
     /// compute-runtime build number (the low 16 bits of `driverVersion`).
     pub gpu_driver_build: u32,
+    /// Whether compute-runtime exposes the render engine (RCS) as a queue group of its own.
+    /// Xe-LPG (Meteor/Arrow Lake) does: `ftrRcsNode` stays set (`sku_info_base.h`) because its caps
+    /// (`release_helpers/caps/caps_xe_lpg.h`) leave `rcsExposureDisabled` false; Xe2 and Xe3 set it
+    /// (`caps_xe2_hpg.h`, `caps_xe3.h`), so `RootDeviceEnvironment::setRcsExposure` clears `ftrRcsNode`.
+    pub gpu_render_group: bool,
+    /// `maxMemoryFillPatternSize` of the copy-only (blitter) group and the largest pattern a fill on
+    /// it takes (compute-runtime `L0GfxCoreHelperHw::getMaxFillPatternSizeForCopyEngine`: 16 bytes in
+    /// `l0_gfx_core_helper_tgllp_to_dg2.inl`, used by Xe-HPG/Xe-LPG; 1 byte in
+    /// `l0_gfx_core_helper_pvc_to_xe3p.inl`, used by Xe2-HPG and Xe3).
+    pub gpu_copy_fill_pattern_max: usize,
 }
 
 /// First compute-runtime build whose dma-buf import closes the caller's fd after a successful import
@@ -109,6 +119,8 @@ fn base(name: &str) -> Option<Profile> {
             gpu_xe2_or_later: true,
             gpu_shared_system_usm: false,
             gpu_driver_build: BUILD,
+            gpu_render_group: false,
+            gpu_copy_fill_pattern_max: 1,
         },
         "mtl" => Profile {
             name: "mtl",
@@ -124,6 +136,8 @@ fn base(name: &str) -> Option<Profile> {
             gpu_xe2_or_later: false,
             gpu_shared_system_usm: false,
             gpu_driver_build: BUILD,
+            gpu_render_group: true,
+            gpu_copy_fill_pattern_max: 16,
         },
         // Arrow Lake-H: Meteor Lake's NPU 37xx under another id, an Xe-LPG+ iGPU.
         "arl" => Profile {
@@ -244,6 +258,9 @@ mod tests {
             assert!(!p.gpu_shared_system_usm, "{n}: off by default on every laptop");
             assert_eq!(p.gpu_xe2_or_later, p.gpu_ip_version >= 0x0500_4000, "{n}");
             assert!(p.gpu_driver_build <= 0xffff);
+            // Xe-LPG exposes its render engine and takes 16-byte blitter fills; Xe2+ neither.
+            assert_eq!(p.gpu_render_group, !p.gpu_xe2_or_later, "{n}");
+            assert_eq!(p.gpu_copy_fill_pattern_max, if p.gpu_xe2_or_later { 1 } else { 16 }, "{n}");
         }
         assert!(base("xyz").is_none());
     }

@@ -1,6 +1,7 @@
 //! Queues, command lists (regular, immediate, mutable), fences, event pools and events.
 //! Execution is synchronous on the calling thread unless it would block on an event nothing has
 //! signalled yet (then it is deferred to the queue's thread; see [`crate::cmdlist::Deferred`]).
+use crate::api::device::queue_groups;
 use crate::cmdlist::{collect_events, Command, CommandList, CommandQueue, Event, EventPool, EventState, Fence};
 use crate::export::{chain, input, out, ZeResult};
 use crate::objects::{
@@ -11,21 +12,15 @@ use crate::sys::*;
 use std::ffi::c_void;
 use std::sync::Arc;
 
-/// Queues per group of the device of `driver` (one group, ordinal 0; see `zeDeviceGetCommandQueueGroupProperties`).
-fn queues_in_group(driver: objects::DriverKind) -> u32 {
-    match driver {
-        objects::DriverKind::Gpu => 4,
-        objects::DriverKind::Npu => 1,
-    }
-}
-
-/// A queue group ordinal and queue index must name an existing queue of the device (one group,
-/// ordinal 0), else `ZE_RESULT_ERROR_INVALID_ARGUMENT`, as a real driver answers.
+/// A queue group ordinal and queue index must name an existing queue of the device (the groups of
+/// [`queue_groups`]), else `ZE_RESULT_ERROR_INVALID_ARGUMENT`, as compute-runtime answers
+/// (`device.cpp` `isQueueGroupOrdinalValid` in `createCommandList`/`createCommandQueue`,
+/// `getCsrForOrdinalAndIndex`).
 fn check_queue(driver: objects::DriverKind, ordinal: u32, index: u32) -> ZeResult {
-    if ordinal != 0 || index >= queues_in_group(driver) {
-        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+    match queue_groups(driver).get(ordinal as usize) {
+        Some(g) if index < g.queues => Ok(()),
+        _ => Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
     }
-    Ok(())
 }
 
 /// Appends `cmd` with the call's signal event and wait list.
@@ -291,8 +286,14 @@ ze_api! {
         if dst.is_null() || pattern.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
-        // The spec: a power of two, at most maxMemoryFillPatternSize (128).
-        if !psize.is_power_of_two() || psize > 128 {
+        // The spec: a power of two, at most the list's group's maxMemoryFillPatternSize. On the
+        // GPU's copy-only group that is the blitter's limit, which compute-runtime enforces
+        // (`cmdlist_hw.inl` `appendBlitFill`: a larger pattern is INVALID_SIZE); its compute groups
+        // report SIZE_MAX.
+        // SAFETY: handle validated.
+        let ld = unsafe { command_list_from(l) }?;
+        let max = queue_groups(ld.driver()).get(ld.ordinal as usize).map_or(0, |g| g.max_fill_pattern);
+        if !psize.is_power_of_two() || psize > max {
             return Err(ZE_RESULT_ERROR_INVALID_SIZE);
         }
         // SAFETY: the caller's pattern of psize bytes.
@@ -566,24 +567,169 @@ mod tests {
     #[test]
     fn queue_and_list_ordinals_and_indices_must_exist() {
         let (c, d) = context(DriverKind::Gpu);
-        assert_eq!(queue(c, d, 0, 4).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the GPU group has 4 queues");
-        assert_eq!(list(c, d, 1).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the device has one queue group");
+        let groups = queue_groups(DriverKind::Gpu).len() as u32;
+        assert_eq!(queue(c, d, 0, 1).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the compute group has 1 queue (one CCS)");
+        assert_eq!(queue(c, d, groups - 1, 0).0, ZE_RESULT_SUCCESS, "the copy group's queue");
+        assert_eq!(
+            queue(c, d, groups - 1, 1).0,
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "the copy group has 1 queue (one BCS)"
+        );
+        assert_eq!(queue(c, d, groups, 0).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "no group past the copy group");
+        assert_eq!(list(c, d, groups - 1).0, ZE_RESULT_SUCCESS);
+        assert_eq!(list(c, d, groups).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "no such group");
         // SAFETY: plain-C descriptor.
         let mut desc: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
-        desc.ordinal = 1;
+        desc.ordinal = groups;
         let mut il = null_mut();
         // SAFETY: valid handles, descriptor and out-parameter.
         assert_eq!(unsafe { zeCommandListCreateImmediate(c, d, &desc, &mut il) }, ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        desc.ordinal = groups - 1;
+        desc.index = 1;
+        // SAFETY: as above.
+        assert_eq!(unsafe { zeCommandListCreateImmediate(c, d, &desc, &mut il) }, ZE_RESULT_ERROR_INVALID_ARGUMENT);
         let (nc, nd) = context(DriverKind::Npu);
         assert_eq!(queue(nc, nd, 0, 1).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the NPU group has 1 queue");
+        assert_eq!(queue(nc, nd, 1, 0).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the NPU has one group");
         assert_eq!(queue(nc, nd, 0, 0).0, ZE_RESULT_SUCCESS);
+    }
+
+    /// The copy-only group (the blitter) runs copies and fills, regular and immediate, and takes
+    /// fill patterns up to its limit only; its lists run on its queues only.
+    #[test]
+    fn the_copy_only_group_copies_and_fills_within_its_pattern_limit() {
+        let (c, d) = context(DriverKind::Gpu);
+        let groups = queue_groups(DriverKind::Gpu);
+        let copy = groups.len() as u32 - 1;
+        assert!(groups[copy as usize].copy_only());
+        let max = groups[copy as usize].max_fill_pattern;
+        let (r, q) = queue(c, d, copy, 0);
+        assert_eq!(r, ZE_RESULT_SUCCESS);
+        let (r, mut l) = list(c, d, copy);
+        assert_eq!(r, ZE_RESULT_SUCCESS);
+        let src: Vec<u8> = (0..64u8).collect();
+        let mut dst = vec![0u8; 64];
+        let mut filled = vec![0u8; 64];
+        let pattern: Vec<u8> = (0xA0..0xA0 + max as u8).collect();
+        let too_big = vec![0x55u8; max * 2];
+        // SAFETY: valid handles and buffers that outlive the synchronous execution.
+        unsafe {
+            assert_eq!(
+                zeCommandListAppendMemoryCopy(
+                    l,
+                    dst.as_mut_ptr().cast(),
+                    src.as_ptr().cast(),
+                    64,
+                    null_mut(),
+                    0,
+                    null_mut()
+                ),
+                ZE_RESULT_SUCCESS
+            );
+            assert_eq!(
+                zeCommandListAppendMemoryFill(
+                    l,
+                    filled.as_mut_ptr().cast(),
+                    too_big.as_ptr().cast(),
+                    max * 2,
+                    64,
+                    null_mut(),
+                    0,
+                    null_mut()
+                ),
+                ZE_RESULT_ERROR_INVALID_SIZE,
+                "a pattern over the blitter's limit"
+            );
+            assert_eq!(
+                zeCommandListAppendMemoryFill(
+                    l,
+                    filled.as_mut_ptr().cast(),
+                    pattern.as_ptr().cast(),
+                    max,
+                    64,
+                    null_mut(),
+                    0,
+                    null_mut()
+                ),
+                ZE_RESULT_SUCCESS
+            );
+            assert_eq!(zeCommandListClose(l), ZE_RESULT_SUCCESS);
+            let (_, q0) = queue(c, d, 0, 0);
+            assert_eq!(
+                zeCommandQueueExecuteCommandLists(q0, 1, &mut l, null_mut()),
+                ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE,
+                "a copy-group list on a compute queue"
+            );
+            assert_eq!(dst, vec![0u8; 64], "nothing ran");
+            assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut l, null_mut()), ZE_RESULT_SUCCESS);
+            assert_eq!(zeCommandQueueSynchronize(q, u64::MAX), ZE_RESULT_SUCCESS);
+        }
+        assert_eq!(dst, src, "the copy moved the bytes");
+        let want: Vec<u8> = (0..64).map(|i| pattern[i % max]).collect();
+        assert_eq!(filled, want, "the fill repeated the pattern");
+        // An immediate list of the copy group.
+        // SAFETY: plain-C descriptor.
+        let mut desc: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
+        desc.ordinal = copy;
+        desc.mode = ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+        let mut il = null_mut();
+        let mut back = vec![0u8; 64];
+        // SAFETY: valid handles, descriptor, buffers and out-parameter.
+        unsafe {
+            assert_eq!(zeCommandListCreateImmediate(c, d, &desc, &mut il), ZE_RESULT_SUCCESS);
+            assert_eq!(
+                zeCommandListAppendMemoryCopy(
+                    il,
+                    back.as_mut_ptr().cast(),
+                    dst.as_ptr().cast(),
+                    64,
+                    null_mut(),
+                    0,
+                    null_mut()
+                ),
+                ZE_RESULT_SUCCESS
+            );
+            assert_eq!(
+                zeCommandListAppendMemoryFill(
+                    il,
+                    back.as_mut_ptr().cast(),
+                    too_big.as_ptr().cast(),
+                    max * 2,
+                    64,
+                    null_mut(),
+                    0,
+                    null_mut()
+                ),
+                ZE_RESULT_ERROR_INVALID_SIZE
+            );
+            assert_eq!(zeCommandListDestroy(il), ZE_RESULT_SUCCESS);
+        }
+        assert_eq!(back, src);
+        // The compute group takes the same large pattern (compute-runtime: SIZE_MAX).
+        let (_, cl) = list(c, d, 0);
+        // SAFETY: valid handles and buffers.
+        unsafe {
+            assert_eq!(
+                zeCommandListAppendMemoryFill(
+                    cl,
+                    back.as_mut_ptr().cast(),
+                    too_big.as_ptr().cast(),
+                    max * 2,
+                    64,
+                    null_mut(),
+                    0,
+                    null_mut()
+                ),
+                ZE_RESULT_SUCCESS
+            );
+        }
     }
 
     #[test]
     fn execute_checks_count_and_fence_queue() {
         let (c, d) = context(DriverKind::Gpu);
         let (_, q1) = queue(c, d, 0, 0);
-        let (_, q2) = queue(c, d, 0, 1);
+        let (_, q2) = queue(c, d, 0, 0);
         let (_, mut l) = list(c, d, 0);
         let f2 = fence(q2);
         // SAFETY: valid handles.

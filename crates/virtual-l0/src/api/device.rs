@@ -107,6 +107,71 @@ fn fill_properties(kind: DriverKind, p: &mut ze_device_properties_t) -> ZeResult
     Ok(())
 }
 
+/// One command queue group as `zeDeviceGetCommandQueueGroupProperties` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueGroup {
+    /// `ze_command_queue_group_property_flags_t`.
+    pub flags: u32,
+    /// `maxMemoryFillPatternSize`: the largest fill pattern a list of this group takes.
+    pub max_fill_pattern: usize,
+    /// `numQueues`.
+    pub queues: u32,
+}
+
+impl QueueGroup {
+    /// A copy-only group (a blitter engine): no compute.
+    pub fn copy_only(&self) -> bool {
+        self.flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE == 0
+    }
+}
+
+/// The queue groups of the device of `kind`, in ordinal order.
+///
+/// GPU, as compute-runtime builds them (`level_zero/core/source/device/device.cpp`
+/// `Device::getCommandQueueGroupProperties`): one group per NEO engine group, in the order
+/// `NEO::Device::addEngineToEngineGroup` first meets each group type while creating the engines
+/// `GfxCoreHelperHw::getGpgpuEngineInstances` lists (`gfx_core_helper_xe_hpg_core.cpp` for
+/// Xe-LPG, `gfx_core_helper_xe2_and_later.inl` for Xe2/Xe3): the CCS engines first, then the
+/// render engine where exposed, then the blitter. A compute group (CCS) is
+/// COMPUTE|COPY|COOPERATIVE_KERNELS, the render group (RCS) adds METRICS, both with
+/// `maxMemoryFillPatternSize` = `SIZE_MAX`; the copy group is COPY only with the profile's blitter
+/// pattern limit (`getMaxFillPatternSizeForCopyEngine`). `numQueues` is the number of engines of
+/// the group: on Linux the kernel's engine list decides (`os_interface/linux/engine_info.cpp`
+/// `EngineInfo::mapEngine`): one CCS (Meteor/Arrow Lake have ccs0 only; on Lunar/Panther Lake the xe
+/// kernel gives all compute slices to ccs0 by default) and one user-visible BCS (Meteor/Arrow Lake
+/// have bcs0 only; the xe kernel keeps the highest copy engine of Xe2+ for its own page-fault
+/// migration, `xe_hw_engine.c` `reserved_bcs_instance`) (inferred from the kernel drivers, which
+/// compute-runtime does not encode). The blitter group exists because these products'
+/// `configureHardwareCustom` calls `enableBlitterOperationsSupport`, which follows `ftrBlitterRing`
+/// (set by `setupDefaultFeatureTableAndWorkaroundTable`, `hw_info.cpp`;
+/// `product_helper_xe_hpg_and_later.inl` `obtainBlitterPreference`).
+///
+/// NPU: one COMPUTE|COPY group with one queue; fill patterns of 1, 2 and 4 bytes only.
+pub fn queue_groups(kind: DriverKind) -> Vec<QueueGroup> {
+    let compute_copy = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
+    match kind {
+        DriverKind::Npu => vec![QueueGroup { flags: compute_copy, max_fill_pattern: 4, queues: 1 }],
+        DriverKind::Gpu => {
+            let prof = profile::current();
+            let compute = compute_copy | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COOPERATIVE_KERNELS;
+            let mut groups = vec![QueueGroup { flags: compute, max_fill_pattern: usize::MAX, queues: 1 }];
+            if prof.gpu_render_group {
+                groups.push(QueueGroup {
+                    flags: compute | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_METRICS,
+                    max_fill_pattern: usize::MAX,
+                    queues: 1,
+                });
+            }
+            groups.push(QueueGroup {
+                flags: ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY,
+                max_fill_pattern: prof.gpu_copy_fill_pattern_max,
+                queues: 1,
+            });
+            groups
+        }
+    }
+}
+
 const ACCESS_ALL: u32 = ZE_MEMORY_ACCESS_CAP_FLAG_RW
     | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC
     | ZE_MEMORY_ACCESS_CAP_FLAG_CONCURRENT
@@ -144,12 +209,11 @@ ze_api! {
     fn zeDeviceGetCommandQueueGroupProperties(h: ze_device_handle_t, count: *mut u32, props: *mut ze_command_queue_group_properties_t) {
         // SAFETY: handle validated; caller's enumeration pointers.
         unsafe {
-            let d = device_from(h)?;
-            enumerate(count, props, 1, |_, p| {
-                p.flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
-                // The NPU driver takes fill patterns of 1, 2 and 4 bytes only.
-                p.maxMemoryFillPatternSize = match d.driver() { DriverKind::Gpu => 128, DriverKind::Npu => 4 };
-                p.numQueues = match d.driver() { DriverKind::Gpu => 4, DriverKind::Npu => 1 };
+            let groups = queue_groups(device_from(h)?.driver());
+            enumerate(count, props, groups.len(), |i, p| {
+                p.flags = groups[i].flags;
+                p.maxMemoryFillPatternSize = groups[i].max_fill_pattern;
+                p.numQueues = groups[i].queues;
             })
         }
     }
@@ -157,12 +221,23 @@ ze_api! {
         // SAFETY: handle validated; out-parameter from the caller.
         let (d, p) = unsafe { (device_from(h)?, out(props)?) };
         match d.driver() {
+            // compute-runtime `device.cpp` `Device::getMemoryAccessProperties` with the base
+            // `ProductHelperHw` (`os_interface/product_helper.inl`), which none of these products
+            // overrides: host (`getHostMemCapabilities`, `getHostMemCapabilitiesValue`), device
+            // (`getDeviceMemCapabilities`) and shared single-device
+            // (`getSingleDeviceSharedMemCapabilities`) are RW|ATOMIC; CONCURRENT and
+            // CONCURRENT_ATOMIC only with the `EnableUsmConcurrentAccessSupport` debug key or KMD
+            // migration, which `isKmdMigrationSupported` (false) rules out on integrated GPUs.
+            // Cross-device: 0 for one root device without sub-devices. Shared system: the
+            // capability table's value, all four flags on Lunar/Panther Lake with shared-system USM
+            // enabled (`linux/hw_info_extra_{lnl,ptl}.cpp`, `drm_neo.cpp`
+            // `adjustSharedSystemMemCapabilities`), else 0.
             DriverKind::Gpu => {
-                p.hostAllocCapabilities = ACCESS_ALL;
-                p.deviceAllocCapabilities = ACCESS_ALL;
-                p.sharedSingleDeviceAllocCapabilities = ACCESS_ALL;
+                let rw = ZE_MEMORY_ACCESS_CAP_FLAG_RW | ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC;
+                p.hostAllocCapabilities = rw;
+                p.deviceAllocCapabilities = rw;
+                p.sharedSingleDeviceAllocCapabilities = rw;
                 p.sharedCrossDeviceAllocCapabilities = 0;
-                // Plain process memory reached by the GPU directly (xe2+ with a recent xe kernel).
                 p.sharedSystemAllocCapabilities =
                     if profile::current().gpu_shared_system_usm { ACCESS_ALL } else { 0 };
             }

@@ -1,11 +1,12 @@
 //! Driver enumeration and identity: `zeInit` (accumulating visibility per driver), `zeInitDrivers`,
 //! `zeDriverGet`, properties, API version, extensions.
 use crate::export::{enumerate, input, out, set_cstr, ZeResult};
-use crate::objects::{driver, driver_from, DriverKind};
+use crate::objects::{self, device, driver, driver_from, Context, DriverKind};
 use crate::stypes::make_version;
 use crate::sys::*;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 /// API version the GPU driver reports.
 pub const API_VERSION: u32 = make_version(1, 17);
@@ -163,7 +164,37 @@ ze_api! {
     }
 }
 
+/// The GPU driver's default context (its address), made once.
+///
+/// compute-runtime creates one context per driver over every device it exposes when the driver
+/// initialises (`level_zero/core/source/driver/driver_handle.cpp` `DriverHandle::initialize`:
+/// `createContext(&DefaultDescriptors::contextDesc, .. devicesToExpose .., &defaultContext)`), and
+/// `zeDriverGetDefaultContext` returns that handle (`api/core/ze_driver_api_entrypoints.cpp`,
+/// `DriverHandle::getDefaultContext`; exported since 25.22.33944, in the driver's DDI table,
+/// `ze_core_loader.cpp` `pfnGetDefaultContext`, since 25.44.36015). Made on first use here, which
+/// no caller can tell apart: no handle of this driver exists before `zeInit`/`zeInitDrivers`.
+/// It is an ordinary context: `zeContextDestroy` on it destroys it as any other (`context.cpp`
+/// `Context::destroy` is `delete this`, with no check for the default context), and the driver
+/// keeps answering the same, now dead, handle (its `defaultContext` member is not cleared), which
+/// this platform reports as `INVALID_ARGUMENT` wherever it is used.
+fn gpu_default_context() -> ze_context_handle_t {
+    static DEFAULT: OnceLock<usize> = OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        let all = vec![device(DriverKind::Gpu).handle::<c_void>() as usize];
+        objects::create::<Context, c_void>(DriverKind::Gpu, Context { devices: all }) as usize
+    }) as ze_context_handle_t
+}
+
 ze_api_ptr! {
-    /// NULL: v2 then calls `zeContextCreate` (a real default context would be destroyed by it).
-    fn zeDriverGetDefaultContext(_h: ze_driver_handle_t) -> ze_context_handle_t { std::ptr::null_mut() }
+    /// GPU: the driver's default context (see [`gpu_default_context`]). NPU: NULL. linux-npu-driver
+    /// 1.32.1 has no `zeDriverGetDefaultContext`: its driver table (`api/ze_driver.cpp`
+    /// `zeGetDriverProcAddrTable`) fills no `pfnGetDefaultContext`, for which the loader answers NULL.
+    /// An invalid driver handle: NULL (the function reports no error code).
+    fn zeDriverGetDefaultContext(h: ze_driver_handle_t) -> ze_context_handle_t {
+        // SAFETY: the handle is validated before use.
+        match unsafe { driver_from(h) }.map(|d| d.driver()) {
+            Ok(DriverKind::Gpu) => gpu_default_context(),
+            _ => std::ptr::null_mut(),
+        }
+    }
 }
