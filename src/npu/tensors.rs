@@ -246,7 +246,7 @@ impl NpuContext {
     /// request that bound it) lives, and closes it exactly once when it is dropped. The NPU plugin
     /// never closes it, and neither do Level Zero drivers. On error the fd is closed before this
     /// returns (an fd that is not open is not closed again). To keep your own fd, pass
-    /// [`dup_fd`]`(your_fd.as_fd())?`.
+    /// [`dup_fd`](crate::npu::dup_fd)`(your_fd.as_fd())?`.
     ///
     /// # Errors
     /// Checked before OpenVINO is called:

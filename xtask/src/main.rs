@@ -127,9 +127,28 @@ fn json_string_field(json: &str, key: &str) -> Option<String> {
 /// (tests that only make sense on some generations check the others' answer instead).
 const TEST_PROFILES: [&str; 4] = ["lnl", "mtl", "arl", "ptl"];
 
+/// The gates every change passes before the suite: formatting, clippy with every lint an error,
+/// the docs as docs.rs builds them (every feature, no SYCL runtime), and the crate built and
+/// tested without feature `sycl` (under the default laptop profile).
+fn gates() -> Result<(), String> {
+    eprintln!("xtask test: gates (rustfmt, clippy, docs, the crate without feature sycl)");
+    run_cmd(cargo().args(["fmt", "--all", "--check"]))?;
+    // The bindgen package is left out: it needs libclang and is run only by `cargo xtask codegen`.
+    run_cmd(
+        cargo()
+            .args(["clippy", "--workspace", "--exclude", "level-zero-codegen", "--all-targets", "--all-features"])
+            .args(["--", "-D", "warnings"]),
+    )?;
+    run_cmd(
+        cargo().args(["doc", "--no-deps", "--all-features"]).env("DOCS_RS", "1").env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
+    run_cmd(cargo().args(["test", "--package", "npu-sycl-bridge"]).env_remove("VL0_PROFILE"))
+}
+
 fn test(extra: &[String]) -> Result<(), String> {
     setup::run(false)?;
     build_virtual_platform()?;
+    gates()?;
     let profiles: Vec<String> = match std::env::var("VL0_PROFILE") {
         Ok(p) => vec![p],
         Err(_) => TEST_PROFILES.iter().map(|p| p.to_string()).collect(),

@@ -204,7 +204,7 @@ fn find(reg: &BTreeMap<(usize, u64), Record>, p: usize, ctx: Option<usize>) -> O
     reg.range(..=(p, u64::MAX))
         .rev()
         .map(|(_, r)| r)
-        .filter(|r| ctx.is_none_or(|c| r.info.context == c))
+        .filter(|r| ctx.map_or(true, |c| r.info.context == c))
         .take(64)
         .find(|r| p >= r.info.base && p < r.info.base + r.info.size.max(1))
 }
@@ -234,7 +234,7 @@ fn fd_stat(fd: c_int) -> Option<((u64, u64), u64)> {
     // SAFETY: plain-old-data, fully written by fstat before use.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: st is a valid out-parameter; fstat checks fd itself.
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then(|| ((st.st_dev, st.st_ino), st.st_size as u64))
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(((st.st_dev, st.st_ino), st.st_size as u64))
 }
 
 fn fd_inode(fd: c_int) -> Option<(u64, u64)> {
@@ -586,8 +586,10 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
 }
 
 /// NPU dma-buf imports per (context, buffer inode): the allocations sharing one kernel handle.
-fn aliases() -> std::sync::MutexGuard<'static, std::collections::HashMap<(usize, (u64, u64)), Vec<(usize, u64)>>> {
-    static A: OnceLock<Mutex<std::collections::HashMap<(usize, (u64, u64)), Vec<(usize, u64)>>>> = OnceLock::new();
+type AliasMap = std::collections::HashMap<(usize, (u64, u64)), Vec<(usize, u64)>>;
+
+fn aliases() -> std::sync::MutexGuard<'static, AliasMap> {
+    static A: OnceLock<Mutex<AliasMap>> = OnceLock::new();
     A.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -834,6 +836,7 @@ mod tests {
             let cb = &bad as *const _ as *const c_void;
             assert_eq!(allocate(req(DriverKind::Npu, 16, 0), &[cb]), Err(ZE_RESULT_ERROR_INVALID_ENUMERATION));
             bad.flags = ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD | ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+            let cb = &bad as *const _ as *const c_void;
             assert_eq!(allocate(req(DriverKind::Npu, 16, 0), &[cb]), Err(ZE_RESULT_ERROR_INVALID_ENUMERATION));
             free(DriverKind::Npu, p).unwrap();
             free(DriverKind::Gpu, gpu).unwrap();
