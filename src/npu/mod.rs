@@ -26,7 +26,9 @@
 //! - **imported** (zero-copy, like CPU_VA, then rebound through a mutable command list) when its
 //!   data pointer **and** byte size are multiples of 4096 — a tensor over a [`PageAlignedBuffer`]
 //!   with a page-multiple byte size. The virtual platform counts it in `npu.imports.sysmem`, and
-//!   `npu.bytes_copied` stays 0;
+//!   `npu.bytes_copied` stays 0. The plugin imports it anew (and frees the import) on every
+//!   inference, so for memory used more than once a CPU_VA tensor, imported once, is cheaper. Only
+//!   where the NPU imports user memory (NPU 40xx+); elsewhere it is copied;
 //! - **shadow-copied** otherwise: the plugin copies it into its own buffer on every inference.
 //!   The results are the same.
 //!
