@@ -437,6 +437,56 @@ fn a_buffer_is_imported_once_per_npu_context() {
 }
 
 #[test]
+fn threads_importing_one_buffer_share_one_import() {
+    let _s = serial();
+    let s = setup(models::multi_io());
+    let g = gpu();
+    // 8 threads make, use and drop tensors over one buffer at once, each through its own fd: a
+    // second live import would share the driver's buffer object and the first free would break it
+    // (the virtual NPU then fails the graph), so every inference passing proves one import at a time.
+    let (a, b) = (s.m.sample_input(0), s.m.sample_input(1));
+    let (mem, fd) = g.exported(4096, Some(&a));
+    let expected = s.cpu(&[a.clone(), b.clone()]);
+    let (fds0, live0) = (open_fds(), counter("npu.live_allocations"));
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            let (s, fd, b, expected) = (&s, &fd, &b, &expected);
+            scope.spawn(move || {
+                let mut r = s.request();
+                let tb = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+                tb.clone().host_bytes_mut().unwrap().copy_from_slice(b);
+                let sum = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+                let prod = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+                r.set_input_tensor(1, &tb).unwrap();
+                r.set_output_tensor(0, &sum).unwrap();
+                r.set_output_tensor(1, &prod).unwrap();
+                for i in 0..100 {
+                    let ta = s
+                        .npu
+                        .dma_buf_tensor(
+                            dup_fd(fd.as_fd()).unwrap(),
+                            4096,
+                            ElementType::F32,
+                            [1, 1024],
+                            TensorType::Input,
+                        )
+                        .unwrap();
+                    r.set_input_tensor(0, &ta).unwrap();
+                    r.infer().unwrap_or_else(|e| panic!("thread {t}, iteration {i}: {e}"));
+                    drop(ta);
+                    s.m.compare(0, &expected[0], &read_remote(&sum))
+                        .unwrap_or_else(|e| panic!("thread {t}, iteration {i}: {e}"));
+                }
+                s.m.compare(1, &expected[1], &read_remote(&prod)).unwrap();
+            });
+        }
+    });
+    assert_eq!(counter("npu.live_allocations"), live0, "every import and allocation was freed");
+    assert_eq!(open_fds(), fds0, "every fd was closed once");
+    drop((mem, fd));
+}
+
+#[test]
 fn input_cpu_va_tensors_are_read_only_for_the_npu_and_cannot_be_outputs() {
     let _s = serial();
     let s = setup(models::multi_io());
