@@ -8,21 +8,14 @@
 //! would break the first (or the first's free would break the second). The registry below keys live
 //! imports by (context, buffer inode) and hands later tensors the first import's mapping.
 
-use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
-use crate::error::{Error, Result};
 use crate::openvino::tensor::TensorHandle;
 use crate::openvino::KeepAlive;
 
-/// A dma-buf, as the kernel names it: the device and inode of its file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct BufferKey {
-    context: usize,
-    dev: u64,
-    ino: u64,
-}
+/// A dma-buf in a context: the context, and the device and inode of the buffer's file.
+type BufferKey = (usize, (u64, u64));
 
 /// An import in progress (other claimants wait) or done (they reuse it while it lives).
 enum Entry {
@@ -33,8 +26,9 @@ enum Entry {
 #[derive(Default)]
 struct State {
     dma_bufs: HashMap<BufferKey, Entry>,
-    /// (context, allocation id) of user-memory imports the driver mapped read-only.
-    read_only: HashSet<(usize, u64)>,
+    /// User-memory imports the driver mapped read-only, by (context, allocation id), while the
+    /// tensor that made them lives (allocation ids are never reused).
+    read_only: HashMap<(usize, u64), Weak<TensorHandle>>,
 }
 
 struct Registry {
@@ -70,27 +64,22 @@ pub(crate) enum DmaBufClaim {
     Reuse(LiveImport),
 }
 
-/// Claims the dma-buf behind `fd` for an import into `context` (a raw `ze_context_handle_t`).
-/// Waits while another thread imports the same buffer, or while its last import is being freed.
-pub(crate) fn claim_dma_buf(context: usize, fd: BorrowedFd<'_>) -> Result<DmaBufClaim> {
-    // SAFETY: a zeroed stat is a valid output buffer; fstat only writes into it.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on an open fd (borrowed for the call).
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return Err(Error::io(format!("fstat of dma-buf fd {}", fd.as_raw_fd()), std::io::Error::last_os_error()));
-    }
-    let key = BufferKey { context, dev: st.st_dev, ino: st.st_ino };
+/// Claims the dma-buf `buffer` (device and inode of its file) for an import into `context` (a raw
+/// `ze_context_handle_t`). Waits while another thread imports the same buffer, or while its last
+/// import is being freed.
+pub(crate) fn claim_dma_buf(context: usize, buffer: (u64, u64)) -> DmaBufClaim {
+    let key = (context, buffer);
     let mut state = lock();
     loop {
         match state.dma_bufs.get(&key) {
             None => {
                 state.dma_bufs.insert(key, Entry::Importing);
-                return Ok(DmaBufClaim::Import(Arc::new(ImportRecord { key })));
+                return DmaBufClaim::Import(Arc::new(ImportRecord { key }));
             }
             Some(Entry::Live { tensor, va, len }) => {
                 if let Some(t) = tensor.upgrade() {
                     let owner: KeepAlive = t;
-                    return Ok(DmaBufClaim::Reuse(LiveImport { owner, va: *va as *mut _, len: *len }));
+                    return DmaBufClaim::Reuse(LiveImport { owner, va: *va as *mut _, len: *len });
                 }
                 // Its last tensor is gone but the driver has not freed it yet: its record's
                 // drop (after the free) removes the entry.
@@ -123,20 +112,15 @@ impl Drop for ImportRecord {
     }
 }
 
-/// Records that the driver mapped allocation `id` of `context` read-only for the NPU.
-/// The returned guard (kept by the tensor) forgets it once the import is freed.
-pub(crate) fn record_read_only(context: usize, id: u64) -> KeepAlive {
-    struct Forget(usize, u64);
-    impl Drop for Forget {
-        fn drop(&mut self) {
-            lock().read_only.remove(&(self.0, self.1));
-        }
-    }
-    lock().read_only.insert((context, id));
-    Arc::new(Forget(context, id))
+/// Records that the driver mapped allocation `id` of `context` read-only for the NPU, for as long as
+/// `tensor` (the import) lives.
+pub(crate) fn record_read_only(context: usize, id: u64, tensor: &Arc<TensorHandle>) {
+    let mut state = lock();
+    state.read_only.retain(|_, t| t.strong_count() > 0);
+    state.read_only.insert((context, id), Arc::downgrade(tensor));
 }
 
-/// Whether allocation `id` of `context` is a read-only import.
+/// Whether allocation `id` of `context` is a live read-only import.
 pub(crate) fn is_read_only(context: usize, id: u64) -> bool {
-    lock().read_only.contains(&(context, id))
+    lock().read_only.get(&(context, id)).is_some_and(|t| t.strong_count() > 0)
 }

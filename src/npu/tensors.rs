@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::buffer::{PageAlignedBuffer, PAGE_SIZE};
 use super::imports::{self, DmaBufClaim};
@@ -196,10 +196,6 @@ impl NpuContext {
         // `Context::importUserPtr`); a reused allocation keeps whatever its import was.
         let read_only =
             if imports { tensor_type == TensorType::Input } else { imports::is_read_only(context, known.id) };
-        // Filled once the import exists: forgets the read-only import when the tensor is freed.
-        let read_only_record: Arc<OnceLock<KeepAlive>> = Arc::new(OnceLock::new());
-        let mut keep: Vec<KeepAlive> = keepalive.into_iter().collect();
-        keep.push(read_only_record.clone());
         // SAFETY: the caller guarantees ptr is valid for byte_len ≥ needed bytes until keepalive
         // is dropped; alignment and size were checked above (or the pointer lies in an allocation
         // of the plugin's context, which the plugin bounds-checks); the tensor holds keepalive.
@@ -210,14 +206,13 @@ impl NpuContext {
                 MemType::CpuVa,
                 Some(ptr),
                 Some(tensor_type),
-                keep,
+                keepalive.into_iter().collect(),
             )
         }?;
         if read_only {
             tensor.handle.mark_read_only_for_device();
             if imports {
-                let id = l0.memory_properties(ptr)?.id;
-                let _ = read_only_record.set(imports::record_read_only(context, id));
+                imports::record_read_only(context, l0.memory_properties(ptr)?.id, &tensor.handle);
             }
         }
         Ok(tensor)
@@ -305,7 +300,7 @@ impl NpuContext {
                 byte_len,
             ));
         }
-        let available = fd_size(fd.as_fd())?;
+        let (available, buffer) = fd_buffer(fd.as_fd())?;
         if needed > available {
             return Err(Error::size(
                 format!("dma-buf {element_type} tensor of shape {shape} (the buffer behind fd {})", fd.as_raw_fd()),
@@ -314,7 +309,7 @@ impl NpuContext {
             ));
         }
         let context = self.level_zero_context().as_raw() as usize;
-        match imports::claim_dma_buf(context, fd.as_fd())? {
+        match imports::claim_dma_buf(context, buffer) {
             DmaBufClaim::Reuse(live) => {
                 if exclusive {
                     return Err(Error::invalid_argument(format!(
@@ -387,9 +382,9 @@ fn check_open(fd: &OwnedFd) -> Result<()> {
     Ok(())
 }
 
-/// The size of the buffer behind `fd`: `fstat`'s size (memfds, files) or, for real dma-bufs
-/// (whose `st_size` is 0), `lseek(SEEK_END)`; the file offset is restored.
-pub(crate) fn fd_size(fd: BorrowedFd<'_>) -> Result<usize> {
+/// The size of the buffer behind `fd` and its identity (device, inode): `fstat`'s size (memfds,
+/// files) or, for real dma-bufs (whose `st_size` is 0), `lseek(SEEK_END)`; the file offset is restored.
+fn fd_buffer(fd: BorrowedFd<'_>) -> Result<(usize, (u64, u64))> {
     let raw = fd.as_raw_fd();
     // SAFETY: as in check_open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -411,7 +406,7 @@ pub(crate) fn fd_size(fd: BorrowedFd<'_>) -> Result<usize> {
             }
         }
     }
-    Ok(size)
+    Ok((size, (st.st_dev, st.st_ino)))
 }
 
 impl RemoteTensor {

@@ -6,6 +6,7 @@ use crate::objects::{device, device_from, driver_from, DriverKind};
 use crate::profile::{self, NpuGeneration};
 use crate::stypes;
 use crate::sys::*;
+use std::sync::OnceLock;
 
 /// `ze_intel_npu_device_uuid`.
 pub const NPU_DEVICE_UUID: [u8; 16] =
@@ -147,11 +148,14 @@ impl QueueGroup {
 /// `product_helper_xe_hpg_and_later.inl` `obtainBlitterPreference`).
 ///
 /// NPU: one COMPUTE|COPY group with one queue; fill patterns of 1, 2 and 4 bytes only.
-pub fn queue_groups(kind: DriverKind) -> Vec<QueueGroup> {
+/// Built once per driver: the profile is fixed for the process, and fills and queue creation read them.
+pub fn queue_groups(kind: DriverKind) -> &'static [QueueGroup] {
+    static GPU: OnceLock<Vec<QueueGroup>> = OnceLock::new();
+    static NPU: OnceLock<Vec<QueueGroup>> = OnceLock::new();
     let compute_copy = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
     match kind {
-        DriverKind::Npu => vec![QueueGroup { flags: compute_copy, max_fill_pattern: 4, queues: 1 }],
-        DriverKind::Gpu => {
+        DriverKind::Npu => NPU.get_or_init(|| vec![QueueGroup { flags: compute_copy, max_fill_pattern: 4, queues: 1 }]),
+        DriverKind::Gpu => GPU.get_or_init(|| {
             let prof = profile::current();
             let compute = compute_copy | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COOPERATIVE_KERNELS;
             let mut groups = vec![QueueGroup { flags: compute, max_fill_pattern: usize::MAX, queues: 1 }];
@@ -168,7 +172,7 @@ pub fn queue_groups(kind: DriverKind) -> Vec<QueueGroup> {
                 queues: 1,
             });
             groups
-        }
+        }),
     }
 }
 
