@@ -2,13 +2,15 @@
 //!
 //! Every fallible function of every layer (OpenVINO, Level Zero, SYCL, the sharing strategies)
 //! returns [`Result<T>`](Result), whose error is an [`Error`]: a [`kind`](Error::kind) to match on
-//! and a message meant for a human (what failed, why, and where known how to fix it).
+//! (enums all the way down: [`Path`], [`Aligned`]), a short message (`Display`), and where the
+//! reason needs it a longer [`explanation`](Error::explanation) of why and what to use instead
+//! (printed by the alternate format, `{:#}`).
 //!
 //! ```
-//! use npu_sycl_bridge::{Error, ErrorKind};
+//! use npu_sycl_bridge::error::{Aligned, Error, ErrorKind};
 //!
-//! let e = Error::alignment("CPU_VA pointer", 4096, 0x1234);
-//! assert!(matches!(e.kind(), ErrorKind::Alignment { required: 4096, .. }));
+//! let e = Error::alignment(Aligned::CpuVaPointer, 4096, 0x1234);
+//! assert!(matches!(e.kind(), ErrorKind::Alignment { what: Aligned::CpuVaPointer, required: 4096, .. }));
 //! assert!(e.to_string().contains("4096"));
 //! ```
 
@@ -36,8 +38,8 @@ pub enum ErrorKind {
     },
     /// A pointer or a size is not a multiple of the alignment a path needs (for CPU_VA: 4096).
     Alignment {
-        /// What was misaligned, e.g. `"CPU_VA pointer"` or `"CPU_VA byte size"`.
-        what: &'static str,
+        /// What was misaligned.
+        what: Aligned,
         /// The alignment needed, in bytes.
         required: usize,
         /// The offending value: the address or the size in bytes.
@@ -59,8 +61,8 @@ pub enum ErrorKind {
     /// A sharing path that cannot work in this configuration. The message explains why and what to
     /// use instead.
     Unsupported {
-        /// The path, e.g. `"dma-buf"`, `"CPU_VA"`, `"MMAPED_FILE"`.
-        path: &'static str,
+        /// The path that does not work.
+        path: Path,
     },
     /// The SYCL runtime threw: the message is the C++ exception's text.
     Sycl,
@@ -72,19 +74,99 @@ pub enum ErrorKind {
     InvalidArgument,
     /// An I/O operation failed (the message names the file).
     Io,
+    /// A bounded resource has nothing free (an [`NpuPool`](crate::pool::NpuPool) whose buffers
+    /// are all in use and that may not grow).
+    Exhausted,
 }
 
-/// The crate's error: a [`kind`](Self::kind) to match on and a human-readable message.
+/// A way of sharing memory (or of reaching it) that can be [`Unsupported`](ErrorKind::Unsupported).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Path {
+    /// The forum snippet's route: a SYCL context over the NPU's Level Zero context.
+    CardPath,
+    /// A dma-buf fd imported by the NPU (`SHARED_BUF`).
+    DmaBuf,
+    /// Host memory imported by the NPU (`CPU_VA`).
+    CpuVa,
+    /// Page-aligned process memory shared by the NPU (CPU_VA) and the SYCL device.
+    SharedSystem,
+    /// NPU memory reached by SYCL copies.
+    NpuToSycl,
+    /// NPU memory used by SYCL in place.
+    NpuToSyclZeroCopy,
+    /// A host view (a Rust slice) of a remote tensor's memory.
+    HostView,
+    /// [`Auto`](crate::strategy::Auto): no strategy works.
+    Auto,
+    /// The NPU itself (no NPU plugin, driver or context).
+    Npu,
+    /// SYCL itself (no SYCL GPU device).
+    Sycl,
+    /// A Level Zero device copy.
+    DeviceCopy,
+}
+
+impl Path {
+    /// The name used in messages: `"card path"`, `"dma-buf"`, `"CPU_VA"`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Path::CardPath => "card path",
+            Path::DmaBuf => "dma-buf",
+            Path::CpuVa => "CPU_VA",
+            Path::SharedSystem => "shared system memory",
+            Path::NpuToSycl => "NPU→SYCL copy",
+            Path::NpuToSyclZeroCopy => "NPU→SYCL zero-copy",
+            Path::HostView => "host view",
+            Path::Auto => "auto",
+            Path::Npu => "NPU",
+            Path::Sycl => "SYCL",
+            Path::DeviceCopy => "device copy",
+        }
+    }
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an [`Alignment`](ErrorKind::Alignment) error is about.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Aligned {
+    /// The address of memory imported as CPU_VA (a multiple of 4096).
+    CpuVaPointer,
+    /// The byte size of a CPU_VA tensor (a multiple of 4096).
+    CpuVaByteSize,
+    /// A tensor's data pointer for a typed view (the element's alignment).
+    TensorData,
+}
+
+impl fmt::Display for Aligned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Aligned::CpuVaPointer => "CPU_VA pointer",
+            Aligned::CpuVaByteSize => "CPU_VA byte size",
+            Aligned::TensorData => "tensor data pointer",
+        })
+    }
+}
+
+/// The crate's error: a [`kind`](Self::kind) to match on, a short message (`Display`) and, where
+/// the reason needs it, a longer [`explanation`](Self::explanation) (`{:#}` prints both).
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    explanation: Option<String>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl Error {
     /// An error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), source: None }
+        Error { kind, message: message.into(), explanation: None, source: None }
     }
 
     /// What went wrong, to match on.
@@ -92,9 +174,20 @@ impl Error {
         &self.kind
     }
 
-    /// The message (the same text `Display` prints).
+    /// The short message (the text `Display` prints).
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The long explanation: why, on which drivers, and what to use instead (if there is one).
+    pub fn explanation(&self) -> Option<&str> {
+        self.explanation.as_deref()
+    }
+
+    /// Attaches the long explanation.
+    pub fn explain(mut self, explanation: impl Into<String>) -> Self {
+        self.explanation = Some(explanation.into());
+        self
     }
 
     /// Attaches an underlying cause, returned by [`std::error::Error::source`].
@@ -127,15 +220,15 @@ impl Error {
     }
 
     /// `what` (a pointer or a size) is `actual`, which is not a multiple of `required`.
-    pub fn alignment(what: &'static str, required: usize, actual: usize) -> Self {
+    pub fn alignment(what: Aligned, required: usize, actual: usize) -> Self {
         Self::new(
             ErrorKind::Alignment { what, required, actual },
-            format!(
-                "{what} {actual:#x} ({actual}) is not a multiple of {required} bytes; \
-                 use memory whose address and byte size are both multiples of {required} \
-                 (page-aligned allocations), or a path that copies"
-            ),
+            format!("{what} {actual:#x} ({actual}) is not a multiple of {required} bytes"),
         )
+        .explain(format!(
+            "use memory whose address and byte size are both multiples of {required} (page-aligned \
+             allocations such as PageAlignedBuffer), or a path that copies"
+        ))
     }
 
     /// `what` needs `needed` bytes but only `available` are there.
@@ -156,8 +249,9 @@ impl Error {
         Self::new(ErrorKind::ElementType, message)
     }
 
-    /// The sharing path `path` cannot work here: `reason` says why and what to use instead.
-    pub fn unsupported(path: &'static str, reason: impl fmt::Display) -> Self {
+    /// The sharing path `path` cannot work here: `reason` says why (briefly; attach the long
+    /// story and what to use instead with [`explain`](Self::explain)).
+    pub fn unsupported(path: Path, reason: impl fmt::Display) -> Self {
         Self::new(ErrorKind::Unsupported { path }, format!("the {path} path is not supported here: {reason}"))
     }
 
@@ -184,7 +278,11 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.message)?;
+        match &self.explanation {
+            Some(long) if f.alternate() => write!(f, ". {long}"),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -192,6 +290,9 @@ impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Error");
         d.field("kind", &self.kind).field("message", &self.message);
+        if let Some(long) = &self.explanation {
+            d.field("explanation", long);
+        }
         if let Some(s) = &self.source {
             d.field("source", s);
         }
@@ -217,9 +318,11 @@ mod tests {
 
     #[test]
     fn kinds_and_messages() {
-        let e = Error::unsupported("dma-buf", "the GPU cannot export dma-buf; use CPU_VA instead");
-        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "dma-buf" });
-        assert!(e.to_string().contains("use CPU_VA instead"));
+        let e = Error::unsupported(Path::DmaBuf, "the GPU cannot export dma-buf").explain("use CPU_VA instead");
+        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::DmaBuf });
+        assert!(!e.to_string().contains("use CPU_VA instead"), "the short message stays short");
+        assert!(format!("{e:#}").ends_with("dma-buf. use CPU_VA instead"), "{e:#}");
+        assert_eq!(e.explanation(), Some("use CPU_VA instead"));
         let e = Error::level_zero(0x7000_0002, "zeMemAllocHost", "");
         assert!(e.to_string().contains("zeMemAllocHost failed with ze_result_t 0x70000002"));
         let e = Error::size("input 0", 16, 8).context("binding");

@@ -157,7 +157,7 @@
 //! there is **no copy fallback**. A misaligned pointer or size is an error
 //! ("Importing standard allocation is not supported if memory is not aligned to standard page
 //! size"), not a silent copy. The crate checks both before OpenVINO is called
-//! ([`ErrorKind::Alignment`] `{ what: "CPU_VA pointer" | "CPU_VA byte size", .. }`).
+//! ([`ErrorKind::Alignment`] `{ what: Aligned::CpuVaPointer | "CPU_VA byte size", .. }`).
 //! [`PageAlignedBuffer`](npu::PageAlignedBuffer) gives such memory. The NPU then uses your address
 //! itself: the tensor's `MEM_HANDLE` equals your pointer. Proved by
 //! `tests/virtual_npu.rs::page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused`,
@@ -230,12 +230,14 @@
 #![deny(missing_docs)]
 
 pub mod error;
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Path, Result};
 
 pub mod level_zero;
+pub mod memory;
 pub mod models;
 pub mod npu;
 pub mod openvino;
+pub mod pool;
 pub mod virtual_platform;
 
 #[cfg(feature = "sycl")]

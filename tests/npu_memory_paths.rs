@@ -103,7 +103,7 @@ fn npu_context_of_a_cpu_compiled_model_is_unsupported() {
     let _s = serial();
     let s = setup(models::fully_connected());
     let e = NpuContext::from_compiled_model(&s.cpu_model).unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "NPU" }, "{e}");
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::Npu }, "{e}");
     assert!(e.to_string().contains("CPU"), "the message names the device: {e}");
     assert!(e.to_string().contains("NPU"), "{e}");
     // OpenVINO's own error is kept, with its kind, as the source.
@@ -360,7 +360,7 @@ fn dma_buf_tensors_from_a_callers_fd_have_no_host_views() {
         .dma_buf_tensor(dup_fd(fd.as_fd()).unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input)
         .unwrap();
     let mut t2 = s.npu.dma_buf_tensor(fd, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
-    let host_view = ErrorKind::Unsupported { path: "host view" };
+    let host_view = ErrorKind::Unsupported { path: Path::HostView };
     let e = t1.host_bytes().unwrap_err();
     assert_eq!(e.kind(), &host_view, "{e}");
     assert!(e.to_string().contains("exporter"), "{e}");
@@ -409,7 +409,7 @@ fn a_buffer_is_imported_once_per_npu_context() {
         first.params().unwrap().mem_handle,
         "the second tensor is the first import's mapping"
     );
-    assert_eq!(second.host_bytes().unwrap_err().kind(), &ErrorKind::Unsupported { path: "host view" });
+    assert_eq!(second.host_bytes().unwrap_err().kind(), &ErrorKind::Unsupported { path: Path::HostView });
     // The first tensor goes; the import stays for the second, which still reads the GPU's pages.
     drop(first);
     let a2 = other_input(&s.m, 0);
@@ -612,7 +612,7 @@ fn bad_cpu_va_memory_is_rejected_before_openvino() {
         .npu
         .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1000], TensorType::Input)
         .unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::Alignment { what: "CPU_VA byte size", required: 4096, actual: 4000 }, "{e}");
+    assert_eq!(e.kind(), &ErrorKind::Alignment { what: Aligned::CpuVaByteSize, required: 4096, actual: 4000 }, "{e}");
 
     // Buffer smaller than the tensor.
     let e = s
@@ -628,7 +628,7 @@ fn bad_cpu_va_memory_is_rejected_before_openvino() {
     // SAFETY: p is valid for 8192 bytes; nothing is created (the call fails before OpenVINO).
     let e = unsafe { s.npu.cpu_va_tensor_from_raw(p, 8192, None, ElementType::F32, [1, 1024], TensorType::Input) }
         .unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::Alignment { what: "CPU_VA pointer", required: 4096, .. }), "{e}");
+    assert!(matches!(e.kind(), ErrorKind::Alignment { what: Aligned::CpuVaPointer, required: 4096, .. }), "{e}");
     assert!(e.to_string().contains("4096"), "{e}");
 
     // byte_len smaller than the tensor.
@@ -749,7 +749,7 @@ fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refu
         )
     }
     .unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{e}");
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e}");
     assert!(e.to_string().contains("lies inside (not at the start of) an existing allocation"), "{e}");
     // Larger than the allocation.
     // SAFETY: as above.
@@ -818,7 +818,7 @@ fn driver_failures_surface_as_errors_and_release_the_memory() {
     if s.npu.capabilities().sysmem_import {
         assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "{e:?}");
     } else {
-        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{e:?}");
+        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e:?}");
     }
     assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 1, "the keep-alive was dropped on error");
     assert_eq!(counter("npu.live_allocations"), live0);

@@ -284,7 +284,7 @@ mod inner {
         let e = env(models::multi_io());
         let err = CardPath::from_npu(&e.npu).unwrap_err();
         println!("adapter {}: {err}", adapter());
-        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "card path" });
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
         let msg = err.to_string();
         for needle in ["GPU device", "NPU", "INVALID_ARGUMENT", "dma-buf", "DmaBuf", "NpuToSycl", "cannot pin"] {
             assert!(
@@ -294,11 +294,11 @@ mod inner {
         }
         // The same through the general constructor with the NPU's context given explicitly.
         let err = CardPath::new(e.npu.level_zero_context(), &e.npu).unwrap_err();
-        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "card path" });
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
         // A context of its own on the NPU's driver: the same answer.
         let own = Arc::new(l0::Context::create(e.npu.driver()).unwrap());
         let err = CardPath::new(&own, &e.npu).unwrap_err();
-        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "card path" });
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
         assert!(err.to_string().contains("NPU's driver"), "{err}");
         assert_eq!(Arc::strong_count(&own), 1, "nothing kept on error");
         // The NPU's context is untouched.
@@ -358,7 +358,7 @@ mod inner {
         let (sysmem0, npu_live0) = (counter("npu.imports.sysmem"), counter("npu.live_allocations"));
         let err = card.probe().unwrap_err();
         println!("adapter {}: {err}", adapter());
-        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{err}");
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{err}");
         let why = if e.npu.capabilities().sysmem_import { "cannot pin" } else { "STANDARD_ALLOCATION" };
         assert!(err.to_string().contains(why) && err.to_string().contains("DmaBuf"), "{err}");
         assert_eq!(counter("npu.imports.sysmem"), sysmem0, "nothing was imported");
@@ -416,7 +416,7 @@ mod inner {
             if !e.npu.capabilities().sysmem_import {
                 // NPU 37xx (Meteor/Arrow Lake) or a kernel without userptr: no CPU_VA at all.
                 let err = CpuVa::new(&e.npu, &e.ctx, &e.gpu, usm).unwrap_err();
-                assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{err}");
+                assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{err}");
                 assert!(err.to_string().contains("STANDARD_ALLOCATION"), "{err}");
                 continue;
             }
@@ -426,7 +426,7 @@ mod inner {
             assert_eq!(s.usm_kind(), usm);
             let err = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap_err();
             println!("adapter {}: {usm:?}: {err}", adapter());
-            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{err}");
+            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{err}");
             for needle in ["cannot pin", "DmaBuf", "PageAlignedBuffer"] {
                 assert!(err.to_string().contains(needle), "{needle}: {err}");
             }
@@ -493,7 +493,7 @@ mod inner {
         assert_eq!(e.gpu.usm_system_allocations, system_usm, "SYCL's aspect follows the GPU's capability");
         if !e.npu.capabilities().sysmem_import {
             let err = SharedSystem::new(&e.npu, &e.ctx, &e.gpu).unwrap_err();
-            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "shared system memory" }, "{err}");
+            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::SharedSystem }, "{err}");
             assert!(err.to_string().contains("STANDARD_ALLOCATION") && err.to_string().contains("DmaBuf"), "{err}");
             println!("adapter {}: no user-memory import here, checked the refusal: {err}", adapter());
             done("shared_system_memory_where_the_npu_imports_it");
@@ -518,7 +518,7 @@ mod inner {
             q.copy(&usm, &mut access, 4096).unwrap();
         } else {
             let err = t.sycl_mut().unwrap_err();
-            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: "shared system memory" }, "{err}");
+            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::SharedSystem }, "{err}");
             assert!(err.to_string().contains("usm_system_allocations"), "{err}");
             t.copy_from(q, &usm, 4096).unwrap();
         }
@@ -558,12 +558,12 @@ mod inner {
         assert_eq!(kinds, Auto::ORDER, "every strategy was tried, in order");
         assert_eq!(
             d.error(StrategyKind::CardPath).map(|e| e.kind().clone()),
-            Some(ErrorKind::Unsupported { path: "card path" })
+            Some(ErrorKind::Unsupported { path: Path::CardPath })
         );
         // CPU_VA of SYCL USM fails on every profile (not pinnable on NPU 40xx+, no import on 37xx).
         assert_eq!(
             d.error(StrategyKind::CpuVa).map(|e| e.kind().clone()),
-            Some(ErrorKind::Unsupported { path: "CPU_VA" })
+            Some(ErrorKind::Unsupported { path: Path::CpuVa })
         );
         // Shared system memory needs the NPU's user-memory import (NPU 40xx+ with the userptr ioctl).
         let expected = if e.npu.capabilities().sysmem_import {

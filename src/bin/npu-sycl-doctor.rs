@@ -583,7 +583,7 @@ fn gather(force_virtual: bool) -> Result<Report> {
             .into_iter()
             .find(|d| d.is_level_zero() && d.device_type == sycl::DeviceType::Gpu)
             .ok_or_else(|| {
-                Error::unsupported("SYCL", "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's")
+                Error::unsupported(Path::Sycl, "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's")
             })?;
         let context = sycl::Context::new(&gpu)?;
         Ok(Setup { _core: core, compiled, npu, cpu, gpu, context })

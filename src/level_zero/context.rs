@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
 use super::{api, check, require, sys, AllocationInfo, Device, Driver, HostMemFlags, L0Allocation, MemoryKind};
-use crate::error::{Error, Result};
+use crate::error::{Error, Path, Result};
 
 /// A Level Zero context (`ze_context_handle_t`).
 ///
@@ -315,7 +315,7 @@ impl Context {
             .or_else(|| groups.iter().find(|g| g.is_compute()))
             .map(|g| g.ordinal)
             .ok_or_else(|| {
-                Error::unsupported("device copy", format!("{device:?} has no copy or compute queue group"))
+                Error::unsupported(Path::DeviceCopy, format!("{device:?} has no copy or compute queue group"))
             })?;
         let desc = sys::ze_command_queue_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,

@@ -19,7 +19,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
 use super::{api, check, sys, Context, Device, L0Allocation};
-use crate::error::{Error, Result};
+use crate::error::{Error, Path, Result};
 
 /// `ze_external_memory_type_flags_t`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -93,7 +93,7 @@ impl Context {
         let ext = device.external_memory_properties()?;
         if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
             return Err(Error::unsupported(
-                "dma-buf",
+                Path::DmaBuf,
                 format!("{device:?} cannot export dma-buf memory (export types {:?})", ext.export),
             ));
         }
@@ -154,7 +154,7 @@ impl Context {
             let ext = device.external_memory_properties()?;
             if !ext.import.contains(ExternalMemoryTypes::DMA_BUF) {
                 return Err(Error::unsupported(
-                    "dma-buf",
+                    Path::DmaBuf,
                     format!("{device:?} cannot import dma-buf memory (import types {:?})", ext.import),
                 ));
             }
@@ -202,7 +202,7 @@ impl Context {
 }
 
 /// `fcntl(F_DUPFD_CLOEXEC)`: a new fd for the same open file, owned by the caller. Use it to give
-/// [`NpuContext::dma_buf_tensor`](crate::npu::NpuContext::dma_buf_tensor) an fd while keeping yours.
+/// [`NpuContext::import`](crate::npu::NpuContext::import) an fd while keeping yours.
 pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
     fd.try_clone_to_owned().map_err(|e| Error::io(format!("duplicating fd {}", fd.as_raw_fd()), e))
 }
@@ -231,7 +231,7 @@ impl L0Allocation {
         check(r, "zeMemGetAllocProperties")?;
         if export.fd < 0 {
             return Err(Error::unsupported(
-                "dma-buf",
+                Path::DmaBuf,
                 "the driver returned no fd for the export (was the memory allocated with alloc_device_exportable?)",
             ));
         }

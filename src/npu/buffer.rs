@@ -20,7 +20,7 @@ pub const PAGE_SIZE: usize = 4096;
 /// an allocation.
 ///
 /// Fill it through the slices, then **move** it into a tensor
-/// ([`NpuContext::cpu_va_tensor`](super::NpuContext::cpu_va_tensor), [`into_tensor`](Self::into_tensor)).
+/// ([`NpuContext::import`](super::NpuContext::import), [`into_tensor`](Self::into_tensor)).
 /// The tensor owns it from then on and unmaps it only after OpenVINO freed the tensor and every
 /// request that bound it let go of it. Its bytes are then reached through the tensor's checked views
 /// ([`RemoteTensor::host_data`](crate::openvino::RemoteTensor::host_data), [`Tensor::data`]),

@@ -4,8 +4,8 @@
 //! | path | constructor | memory owned by | zero-copy | notes |
 //! |------|-------------|-----------------|-----------|-------|
 //! | L0 host tensor | [`NpuContext::l0_host_tensor`] | the tensor (plugin `zeMemAllocHost`) | yes | `Input` = write-combined: write-only for the CPU |
-//! | CPU_VA | [`NpuContext::cpu_va_tensor`], [`NpuContext::cpu_va_tensor_from_raw`] | the tensor (a moved-in [`PageAlignedBuffer`]) / the caller (`keepalive`) | yes (sysmem import) | address and byte size multiples of 4096 |
-//! | dma-buf (SHARED_BUF) | [`NpuContext::dma_buf_tensor`] | the exporter; the tensor owns the fd and closes it once | yes | the GPU exports with [`L0Allocation::export_dma_buf`](crate::level_zero::L0Allocation::export_dma_buf) |
+//! | CPU_VA | [`NpuContext::import`] of a [`PageAlignedBuffer`], host/shared USM or L0 memory, or [`RawMemory`](crate::memory::RawMemory) | the tensor (the memory moves in) / the caller's keep-alive | yes (sysmem import) | address and byte size multiples of 4096 |
+//! | dma-buf (SHARED_BUF) | [`NpuContext::import`] of an `OwnedFd`, exportable device memory | the exporter; the tensor owns the fd and closes it once | yes | the GPU exports with [`L0Allocation::export_dma_buf`](crate::level_zero::L0Allocation::export_dma_buf) |
 //! | plain host tensor | [`PageAlignedBuffer::into_tensor`], any [`Tensor`](crate::openvino::Tensor) | the tensor | only when page-aligned | see below |
 //!
 //! Every tensor keeps alive what it wraps (by construction: the memory's owner moves into the
@@ -49,7 +49,7 @@
 //! let input = &m.inputs[0];
 //! let mut buf = PageAlignedBuffer::new(input.element_type.byte_size(input.shape.element_count()))?;
 //! buf.as_bytes_mut()[..m.sample_input(0).len()].copy_from_slice(&m.sample_input(0));
-//! let tensor = npu.cpu_va_tensor(buf, input.element_type, input.shape.clone(), TensorType::Input)?;
+//! let tensor = npu.import(buf, input.element_type, input.shape.clone(), TensorType::Input)?;
 //! let mut request = compiled.create_infer_request()?;
 //! request.set_input_tensor(0, &tensor)?;
 //! request.infer()?;
@@ -69,5 +69,5 @@ pub use self::buffer::{PageAlignedBuffer, PAGE_SIZE};
 pub use self::context::{NpuCapabilities, NpuContext};
 pub use self::generation::LaptopGeneration;
 #[cfg(feature = "sycl")]
-pub(crate) use self::tensors::tensor_bytes;
+pub(crate) use self::tensors::{check_open, fd_buffer, tensor_bytes};
 pub use crate::level_zero::dup_fd;

@@ -1,14 +1,15 @@
 //! The NPU memory paths: L0 host tensors, CPU_VA, dma-buf (SHARED_BUF), and host views of them.
 
 use std::ffi::c_void;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use super::buffer::{PageAlignedBuffer, PAGE_SIZE};
+use super::buffer::PAGE_SIZE;
 use super::imports::{self, DmaBufClaim};
 use super::NpuContext;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Aligned, Error, ErrorKind, Path, Result};
 use crate::level_zero::MemoryKind;
+use crate::memory::{DmaBufFd, NpuMemory, Region};
 use crate::openvino::{
     Element, ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorData,
     TensorDataMut, TensorType,
@@ -72,49 +73,94 @@ impl NpuContext {
         Ok(t)
     }
 
-    /// **CPU_VA** tensor over a [`PageAlignedBuffer`], which the tensor takes and keeps alive
-    /// (it is unmapped only after OpenVINO freed the tensor and every request that bound it let
-    /// go of it). Zero-copy: the NPU driver imports the pages (`ze_external_memmap_sysmem_ext_desc_t`),
-    /// and the VA it uses is the buffer's own.
+    /// **The one way to hand memory to the NPU**: imports `memory` (any [`NpuMemory`]: a
+    /// [`PageAlignedBuffer`], a dma-buf [`OwnedFd`], a [`L0Allocation`](crate::level_zero::L0Allocation),
+    /// SYCL USM or exportable device memory, or `unsafe` [`RawMemory`](crate::memory::RawMemory))
+    /// as a remote tensor of `element_type` and `shape`, zero-copy. The tensor takes the memory and
+    /// keeps it alive until OpenVINO freed the tensor and every request that bound it let go of it;
+    /// an fd is closed exactly once after that. How each kind is imported, and which have host
+    /// views, is in [the `memory` module](crate::memory).
     ///
-    /// The tensor's byte size must be a multiple of 4096 (the address always is).
+    /// Import rules, checked here before OpenVINO is called:
+    /// - **CPU_VA** (host memory): the address and the tensor's byte size are multiples of 4096,
+    ///   and the driver imports system memory (NPU 40xx+ with the kernel's userptr import). Memory
+    ///   that already is an allocation of the NPU's context is not imported again: the plugin
+    ///   reuses it from its **start**, so a pointer inside one is refused. A tensor made with
+    ///   [`TensorType::Input`] is imported read-only ([`RemoteTensor::is_read_only_for_device`]).
+    /// - **SHARED_BUF** (dma-buf): the driver lists `DMA_BUF` among its import types and the buffer
+    ///   holds the tensor. A buffer this context has imported already (through any fd) is not
+    ///   imported again (the driver would share one buffer object between the imports): the new
+    ///   tensor uses the first import's mapping and keeps it alive.
     ///
     /// # Errors
-    /// Checked before OpenVINO is called:
-    /// [`Alignment { what: "CPU_VA byte size" }`](ErrorKind::Alignment) when the tensor's byte size
-    /// is not a page multiple; [`Size`](ErrorKind::Size) when the buffer is smaller than the tensor;
-    /// [`Unsupported { path: "CPU_VA" }`](ErrorKind::Unsupported) when the driver cannot import
-    /// system memory.
-    pub fn cpu_va_tensor(
+    /// [`Alignment`](ErrorKind::Alignment), [`Size`](ErrorKind::Size),
+    /// [`Unsupported`](ErrorKind::Unsupported) naming the path and what works instead,
+    /// [`InvalidArgument`](ErrorKind::InvalidArgument) for an fd that is not open (it is not
+    /// closed: it was not open). On error the memory is released as if dropped.
+    pub fn import<M: NpuMemory>(
         &self,
-        buffer: PageAlignedBuffer,
+        memory: M,
         element_type: ElementType,
         shape: impl Into<Shape>,
         tensor_type: TensorType,
     ) -> Result<RemoteTensor> {
-        let ptr = buffer.as_ptr().cast_mut();
-        let len = buffer.len();
-        let owner: KeepAlive = Arc::new(buffer);
-        // SAFETY: `ptr` is the start of a live mapping of `len` bytes owned by `owner`, which the
-        // tensor keeps alive; the buffer was moved in, so nothing else references the memory.
-        unsafe { self.cpu_va_tensor_from_raw(ptr, len, Some(owner), element_type, shape, tensor_type) }
+        if let Err(e) = memory.check() {
+            memory.discard();
+            return Err(e);
+        }
+        self.import_shared(Arc::new(memory), element_type, shape.into(), tensor_type)
     }
 
-    /// **CPU_VA** tensor over memory the caller provides: `ptr` and `byte_len` (the memory
-    /// available from `ptr`). `keepalive` is stored in the tensor and dropped only after OpenVINO
-    /// freed the tensor and every request that bound it let go of it: pass the memory's owner.
+    /// [`import`](Self::import) of memory that stays shared with its other owners (a pool keeps
+    /// the memory to import it again): the tensor holds a clone of the `Arc`.
+    pub(crate) fn import_shared<M: NpuMemory>(
+        &self,
+        memory: Arc<M>,
+        element_type: ElementType,
+        shape: Shape,
+        tensor_type: TensorType,
+    ) -> Result<RemoteTensor> {
+        let region = memory.region()?;
+        let exclusive = memory.exclusive();
+        let owner: KeepAlive = memory.clone();
+        let mut tensor = match region {
+            Region::Host { ptr, len } => {
+                // SAFETY: `ptr` is `len` bytes of memory owned by `owner` (each NpuMemory kind
+                // guarantees it: an owned mapping or allocation, or RawMemory's contract), which the
+                // tensor keeps alive; the memory was moved into `owner`, so it is reached only
+                // through the tensor's checked views (or, for non-exclusive kinds, not at all).
+                unsafe {
+                    self.import_host(ptr.as_ptr().cast(), len, Some(owner), element_type, shape, tensor_type)
+                }?
+            }
+            Region::DmaBuf { fd, len } => {
+                self.import_dma_buf(fd, len, element_type, shape, tensor_type, vec![owner], exclusive)?
+            }
+        };
+        if !exclusive {
+            tensor.exclusive_memory = false;
+        }
+        #[cfg(feature = "sycl")]
+        {
+            tensor.sycl_origin = memory.sycl().map(|(ptr, context)| crate::memory::SyclOrigin {
+                addr: ptr.as_ptr() as usize,
+                context,
+                kind: memory.memory_kind(),
+                len: memory.byte_len(),
+            });
+        }
+        Ok(tensor)
+    }
+
+    /// **CPU_VA** tensor over `ptr` and `byte_len` (the memory available from `ptr`).
+    /// `keepalive` is stored in the tensor and dropped only after OpenVINO freed the tensor and
+    /// every request that bound it let go of it.
     ///
     /// A pointer that is the **start** of an allocation of the NPU's Level Zero context (an L0
     /// host tensor's VA, an earlier import) is not imported again: the plugin reuses that
     /// allocation (no alignment rule; the tensor must fit in it). A pointer *inside* such an
     /// allocation is refused: the plugin would use the allocation's start instead (measured), i.e.
     /// the wrong bytes. Any other `ptr` and the tensor's byte size must be multiples of 4096.
-    ///
-    /// # Errors
-    /// As [`cpu_va_tensor`](Self::cpu_va_tensor), plus
-    /// [`Alignment { what: "CPU_VA pointer" }`](ErrorKind::Alignment) for a misaligned `ptr`, and
-    /// [`Unsupported { path: "CPU_VA" }`](ErrorKind::Unsupported) for a pointer inside (not at the
-    /// start of) an existing NPU allocation.
     ///
     /// # Safety
     /// - `ptr` is valid for reads and writes of `byte_len` bytes, and stays valid until
@@ -124,16 +170,15 @@ impl NpuContext {
     ///   reference to it is alive while the tensor's host views or the device write it, and nothing
     ///   else writes it while a host view of the tensor ([`RemoteTensor::host_data`] and friends) is
     ///   alive.
-    pub unsafe fn cpu_va_tensor_from_raw(
+    pub(crate) unsafe fn import_host(
         &self,
         ptr: *mut c_void,
         byte_len: usize,
         keepalive: Option<KeepAlive>,
         element_type: ElementType,
-        shape: impl Into<Shape>,
+        shape: Shape,
         tensor_type: TensorType,
     ) -> Result<RemoteTensor> {
-        let shape = shape.into();
         let needed = tensor_bytes(element_type, &shape)?;
         if ptr.is_null() {
             return Err(Error::invalid_argument("CPU_VA: the pointer is null"));
@@ -154,7 +199,7 @@ impl NpuContext {
             let start = ptr as usize;
             if start > 0 && l0.memory_properties((start - 1) as *const c_void)?.id == known.id {
                 return Err(Error::unsupported(
-                    "CPU_VA",
+                    Path::CpuVa,
                     format!(
                         "{ptr:p} lies inside (not at the start of) an existing allocation of the NPU context ({:?}, id {}); \
                          OpenVINO's NPU plugin reuses such an allocation from its start and would silently use other \
@@ -175,7 +220,7 @@ impl NpuContext {
         } else {
             if !self.capabilities().sysmem_import {
                 return Err(Error::unsupported(
-                    "CPU_VA",
+                    Path::CpuVa,
                     format!(
                         "the NPU driver cannot import system memory (import types {:?} lack STANDARD_ALLOCATION: NPU \
                          37xx, or a kernel without the userptr ioctl); use a dma-buf tensor (zero-copy; from SYCL: \
@@ -185,10 +230,10 @@ impl NpuContext {
                 ));
             }
             if ptr as usize % PAGE_SIZE != 0 {
-                return Err(Error::alignment("CPU_VA pointer", PAGE_SIZE, ptr as usize));
+                return Err(Error::alignment(Aligned::CpuVaPointer, PAGE_SIZE, ptr as usize));
             }
             if needed % PAGE_SIZE != 0 {
-                return Err(Error::alignment("CPU_VA byte size", PAGE_SIZE, needed));
+                return Err(Error::alignment(Aligned::CpuVaByteSize, PAGE_SIZE, needed));
             }
         }
         // The plugin imports an INPUT tensor with the write-combined flag, which the NPU driver turns
@@ -218,64 +263,14 @@ impl NpuContext {
         Ok(tensor)
     }
 
-    /// **dma-buf** tensor (`MEM_TYPE=SHARED_BUF`, Linux): imports the dma-buf `fd` refers to,
-    /// zero-copy. `byte_len` is the size of the buffer behind `fd` that may be used (at least
-    /// the tensor's byte size).
-    ///
-    /// **No host views.** The buffer stays the exporter's: it (and whoever holds another fd of
-    /// it) can write the pages at any time, so [`RemoteTensor::host_data`] and the other host views
-    /// of such a tensor return [`Unsupported { path: "host view" }`](ErrorKind::Unsupported).
-    /// Read and write the data through the exporter (for example
-    /// [`L0Allocation::read`](crate::level_zero::L0Allocation::read) /
-    /// [`write`](crate::level_zero::L0Allocation::write), or a SYCL queue); the next inference
-    /// sees such writes without rebinding. (The [`DmaBuf`](crate#sharing-strategies) strategy's
-    /// tensors own their memory and do have host views.)
-    ///
-    /// **One import per buffer.** The NPU driver gives every import of one buffer in one context
-    /// the same buffer object, and the first free would break the others. So a buffer this NPU
-    /// context has imported already (through any fd of it) is not imported again: the new tensor
-    /// uses the first import's mapping (its `MEM_TYPE` is then `CPU_VA`, at the mapping's start)
-    /// and keeps that import alive.
-    ///
-    /// **The fd.** This takes ownership of `fd`: the tensor keeps it open for as long as it (or any
-    /// request that bound it) lives, and closes it exactly once when it is dropped. The NPU plugin
-    /// never closes it, and neither do Level Zero drivers. On error the fd is closed before this
-    /// returns (an fd that is not open is not closed again). To keep your own fd, pass
-    /// [`dup_fd`](crate::npu::dup_fd)`(your_fd.as_fd())?`.
-    ///
-    /// # Errors
-    /// Checked before OpenVINO is called:
-    /// [`InvalidArgument`](ErrorKind::InvalidArgument) for an fd that is not open (closed,
-    /// never opened); [`Size`](ErrorKind::Size) when `byte_len` or the buffer behind the fd is
-    /// smaller than the tensor; [`Unsupported { path: "dma-buf" }`](ErrorKind::Unsupported) when
-    /// the NPU driver cannot import dma-bufs.
-    pub fn dma_buf_tensor(
-        &self,
-        fd: OwnedFd,
-        byte_len: usize,
-        element_type: ElementType,
-        shape: impl Into<Shape>,
-        tensor_type: TensorType,
-    ) -> Result<RemoteTensor> {
-        let fd = match check_open(&fd) {
-            Ok(()) => fd,
-            Err(e) => {
-                // Not open: nothing to close, and closing it would close someone else's fd number
-                // (or trip std's I/O-safety check). Forget it.
-                let _ = fd.into_raw_fd();
-                return Err(e);
-            }
-        };
-        self.import_dma_buf(fd, byte_len, element_type, shape.into(), tensor_type, Vec::new(), false)
-    }
-
     /// The one dma-buf import: checks, then imports the buffer once per NPU context. `memory` is
     /// the buffer's owner (kept after the fd closes); `exclusive` says the tensor is the memory's
     /// only way in (so host views are allowed), which a buffer imported already cannot be.
+    /// `byte_len` limits the bytes used (the buffer's own size limits them too).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn import_dma_buf(
+    fn import_dma_buf(
         &self,
-        fd: OwnedFd,
+        fd: DmaBufFd,
         byte_len: usize,
         element_type: ElementType,
         shape: Shape,
@@ -286,7 +281,7 @@ impl NpuContext {
         let needed = tensor_bytes(element_type, &shape)?;
         if !self.capabilities().fd_import {
             return Err(Error::unsupported(
-                "dma-buf",
+                Path::DmaBuf,
                 format!(
                     "the NPU driver cannot import dma-buf fds (import types {:?} lack DMA_BUF); use CPU_VA or an L0 host tensor",
                     self.capabilities().import_types
@@ -300,10 +295,11 @@ impl NpuContext {
                 byte_len,
             ));
         }
-        let (available, buffer) = fd_buffer(fd.as_fd())?;
+        let raw = fd.raw();
+        let (available, buffer) = fd_buffer(raw)?;
         if needed > available {
             return Err(Error::size(
-                format!("dma-buf {element_type} tensor of shape {shape} (the buffer behind fd {})", fd.as_raw_fd()),
+                format!("dma-buf {element_type} tensor of shape {shape} (the buffer behind fd {raw})"),
                 needed,
                 available,
             ));
@@ -313,31 +309,31 @@ impl NpuContext {
             DmaBufClaim::Reuse(live) => {
                 if exclusive {
                     return Err(Error::invalid_argument(format!(
-                        "the dma-buf behind fd {} is already imported into this NPU context, so a tensor over it \
-                         cannot be the memory's only way in",
-                        fd.as_raw_fd()
+                        "the dma-buf behind fd {raw} is already imported into this NPU context, so a tensor over it \
+                         cannot be the memory's only way in"
                     )));
                 }
                 // The buffer is imported already: a second import would share the driver's buffer
                 // object, and the first free would break the other. Use the first import's
                 // mapping (the plugin reuses an allocation of its context found at its start).
-                let mut keep: Vec<KeepAlive> = vec![live.owner, Arc::new(fd)];
+                let mut keep: Vec<KeepAlive> = vec![live.owner];
+                keep.extend(fd.into_keepalive());
                 keep.extend(memory);
                 let owner: KeepAlive = Arc::new(keep);
                 // SAFETY: live.va is the driver's mapping of the whole buffer (live.len bytes),
                 // valid while the first import lives, which `owner` keeps alive; host views are
                 // disabled below, and the caller's other accesses go through the exporter.
                 let mut tensor = unsafe {
-                    self.cpu_va_tensor_from_raw(live.va, live.len, Some(owner), element_type, shape, tensor_type)
+                    self.import_host(live.va, live.len, Some(owner), element_type, shape, tensor_type)
                 }?;
                 tensor.exclusive_memory = false;
                 Ok(tensor)
             }
             DmaBufClaim::Import(record) => {
-                let raw = fd.as_raw_fd();
-                // Dropped in this order after OpenVINO freed the tensor: the fd closes, the claim
-                // is released, then the memory's owner goes.
-                let mut keep: Vec<KeepAlive> = vec![Arc::new(fd), record.clone()];
+                // Dropped in this order after OpenVINO freed the tensor: a fresh export's fd
+                // closes, the claim is released, then the memory's owner goes (and its own fd).
+                let mut keep: Vec<KeepAlive> = fd.into_keepalive().into_iter().collect();
+                keep.push(record.clone());
                 keep.extend(memory);
                 // SAFETY: `raw` is an open fd whose buffer holds at least the tensor's byte size
                 // (checked); it is kept open by the tensor until OpenVINO freed the tensor and every
@@ -362,19 +358,36 @@ impl NpuContext {
     }
 }
 
+impl DmaBufFd {
+    fn raw(&self) -> RawFd {
+        match self {
+            DmaBufFd::Owned(fd) => fd.as_raw_fd(),
+            DmaBufFd::Borrowed(raw) => *raw,
+        }
+    }
+
+    /// What the tensor must keep to keep the fd open: a fresh export's fd (a borrowed fd is kept
+    /// open by the memory, which the tensor keeps anyway).
+    fn into_keepalive(self) -> Option<KeepAlive> {
+        match self {
+            DmaBufFd::Owned(fd) => Some(Arc::new(fd)),
+            DmaBufFd::Borrowed(_) => None,
+        }
+    }
+}
+
 /// `Ok` when `fd` refers to an open file (fstat succeeds).
-fn check_open(fd: &OwnedFd) -> Result<()> {
+pub(crate) fn check_open(fd: RawFd) -> Result<()> {
     // SAFETY: a zeroed stat is a valid output buffer; fstat only writes into it.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat on any integer is safe; it fails with EBADF for a number that is not open.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
         let err = std::io::Error::last_os_error();
         return Err(Error::new(
             ErrorKind::InvalidArgument,
             format!(
-                "dma-buf fd {} is not an open file descriptor ({err}); pass an fd exported by the GPU \
-                 (e.g. L0Allocation::export_dma_buf) and keep it open until it is handed over",
-                fd.as_raw_fd()
+                "dma-buf fd {fd} is not an open file descriptor ({err}); pass an fd exported by the GPU \
+                 (e.g. L0Allocation::export_dma_buf) and keep it open until it is handed over"
             ),
         )
         .with_source(err));
@@ -384,8 +397,7 @@ fn check_open(fd: &OwnedFd) -> Result<()> {
 
 /// The size of the buffer behind `fd` and its identity (device, inode): `fstat`'s size (memfds,
 /// files) or, for real dma-bufs (whose `st_size` is 0), `lseek(SEEK_END)`; the file offset is restored.
-fn fd_buffer(fd: BorrowedFd<'_>) -> Result<(usize, (u64, u64))> {
-    let raw = fd.as_raw_fd();
+pub(crate) fn fd_buffer(raw: RawFd) -> Result<(usize, (u64, u64))> {
     // SAFETY: as in check_open.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat writes into `st` only.
@@ -416,7 +428,7 @@ impl RemoteTensor {
     ///
     /// Only for tensors whose memory is reached through the tensor alone: L0 host tensors, CPU_VA
     /// tensors over a moved-in [`PageAlignedBuffer`], the strategies' shared tensors. A tensor from
-    /// [`NpuContext::dma_buf_tensor`] has none: its exporter can write the pages under the view.
+    /// [`NpuContext::import`] of a caller's dma-buf fd has none: its exporter can write the pages under the view.
     ///
     /// Like [`Tensor::data`](crate::openvino::Tensor::data): the view cannot be taken while an
     /// inference that uses the tensor runs, and no inference can start while it lives. The tensor
@@ -426,7 +438,7 @@ impl RemoteTensor {
     /// (write-combined memory).
     ///
     /// # Errors
-    /// [`Unsupported { path: "host view" }`](ErrorKind::Unsupported) for tensors of other devices
+    /// [`Unsupported { path: Path::HostView }`](ErrorKind::Unsupported) for tensors of other devices
     /// and for dma-buf tensors made from a caller's fd; [`ElementType`](ErrorKind::ElementType)
     /// when `T` does not match; usage errors as above.
     pub fn host_data<T: Element>(&self) -> Result<TensorData<'_, T>> {
@@ -462,9 +474,9 @@ impl RemoteTensor {
     fn npu_host_va(&self) -> Result<*mut c_void> {
         if !self.exclusive_memory {
             return Err(Error::unsupported(
-                "host view",
-                "this SHARED_BUF tensor was made by NpuContext::dma_buf_tensor from a dma-buf fd whose buffer \
-                 stays its exporter's: the exporter (or another fd of the buffer) can write the pages at any \
+                Path::HostView,
+                "this tensor was imported from memory that stays its exporter's (a dma-buf fd, or device \
+                 memory exported elsewhere): the exporter (or another fd of the buffer) can write the pages at any \
                  time, so a host view (a Rust slice) of them could change under its reader. Read and write the \
                  data through the exporter (L0Allocation::read/write, a SYCL queue); the next inference sees \
                  such writes without rebinding",
@@ -473,14 +485,14 @@ impl RemoteTensor {
         let device = self.context().device_name()?;
         if !device.starts_with("NPU") {
             return Err(Error::unsupported(
-                "host view",
+                Path::HostView,
                 format!("only NPU remote tensors have host-visible memory; this one belongs to {device:?}"),
             ));
         }
         let p = self.params()?;
         if p.mem_type.is_none() || p.mem_handle.is_null() {
             return Err(Error::unsupported(
-                "host view",
+                Path::HostView,
                 format!("the remote tensor reports no usable MEM_HANDLE/MEM_TYPE ({:?})", p.raw),
             ));
         }

@@ -13,7 +13,7 @@ use super::tensor::TensorHandle;
 use super::{check, cstring, CompiledModel, PortInfo, RemoteTensor, Tensor};
 use crate::error::{Error, Result};
 
-mod sealed {
+pub(crate) mod sealed {
     use super::{Arc, TensorHandle};
 
     pub trait Sealed {
@@ -80,11 +80,12 @@ pub struct InferRequest {
     outputs: Vec<PortInfo>,
     // Fields drop in this order after Drop::drop has freed the request: tensors first, then the
     // compiled model (OpenVINO's recommended teardown order).
-    bound: HashMap<Port, Arc<TensorHandle>>,
+    /// Each bound tensor, and whether inferences write into it (outputs).
+    bound: HashMap<Port, (Arc<TensorHandle>, bool)>,
     /// Replaced bindings, released after the next successful inference.
     retired: Vec<Arc<TensorHandle>>,
     /// The tensors marked in use by the running asynchronous inference.
-    running: Option<Vec<Arc<TensorHandle>>>,
+    running: Option<Vec<(Arc<TensorHandle>, bool)>>,
     model: CompiledModel,
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -216,7 +217,8 @@ impl InferRequest {
         self.check_index(&port)?;
         let handle = tensor.handle();
         self.validate(&port, handle)?;
-        if handle.is_read_only_for_device() && self.written_by_inference(&port)? {
+        let writes = self.written_by_inference(&port)?;
+        if handle.is_read_only_for_device() && writes {
             return Err(Error::invalid_argument(format!(
                 "{port}: the NPU writes into this port, but the tensor's memory is read-only for the NPU: it is a \
                  CPU_VA import made with TensorType::Input, which the NPU driver maps read-only (the plugin passes \
@@ -238,7 +240,7 @@ impl InferRequest {
             }
         };
         check(status, || format!("binding a tensor to {port}"))?;
-        if let Some(old) = self.bound.insert(port, handle.clone()) {
+        if let Some((old, _)) = self.bound.insert(port, (handle.clone(), writes)) {
             if !Arc::ptr_eq(&old, handle) {
                 self.retired.push(old);
             }
@@ -273,7 +275,7 @@ impl InferRequest {
     fn get(&mut self, port: Port) -> Result<Tensor> {
         self.ensure_idle(&format!("getting the tensor of {port}"))?;
         self.check_index(&port)?;
-        if let Some(h) = self.bound.get(&port) {
+        if let Some((h, _)) = self.bound.get(&port) {
             return Ok(Tensor { handle: h.clone() });
         }
         let raw = self.as_raw();
@@ -293,7 +295,8 @@ impl InferRequest {
         // SAFETY: t is a new tensor we own; its memory belongs to the request's plugin, which the
         // compiled model (kept alive) keeps loaded.
         let tensor = unsafe { Tensor::from_raw(t, vec![self.model.keepalive()]) }?;
-        self.bound.insert(port, tensor.handle.clone());
+        let writes = self.written_by_inference(&port)?;
+        self.bound.insert(port, (tensor.handle.clone(), writes));
         Ok(tensor)
     }
 
@@ -318,26 +321,33 @@ impl InferRequest {
     }
 
     /// Marks every tensor the request knows as used by an inference.
-    fn begin(&self) -> Result<Vec<Arc<TensorHandle>>> {
-        let mut used: Vec<Arc<TensorHandle>> = Vec::with_capacity(self.bound.len());
-        for (port, h) in &self.bound {
-            if used.iter().any(|u| Arc::ptr_eq(u, h)) {
-                continue;
+    /// Marks every bound tensor as used by an inference (written, for outputs); on failure none
+    /// stays marked.
+    fn begin(&self) -> Result<Vec<(Arc<TensorHandle>, bool)>> {
+        // One entry per tensor: a tensor bound to an input and an output is written.
+        let mut used: Vec<(Arc<TensorHandle>, bool, &Port)> = Vec::with_capacity(self.bound.len());
+        for (port, (h, writes)) in &self.bound {
+            match used.iter_mut().find(|(u, _, _)| Arc::ptr_eq(u, h)) {
+                Some(u) => u.1 |= *writes,
+                None => used.push((h.clone(), *writes, port)),
             }
-            if let Err(e) = h.begin_inference(&format!("the tensor bound to {port}")) {
-                for u in &used {
-                    u.end_inference();
+        }
+        let mut marked: Vec<(Arc<TensorHandle>, bool)> = Vec::with_capacity(used.len());
+        for (h, writes, port) in used {
+            if let Err(e) = h.begin_inference(&format!("the tensor bound to {port}"), writes) {
+                for (u, w) in &marked {
+                    u.end_inference(*w);
                 }
                 return Err(e);
             }
-            used.push(h.clone());
+            marked.push((h, writes));
         }
-        Ok(used)
+        Ok(marked)
     }
 
-    fn end(&mut self, used: Vec<Arc<TensorHandle>>, ok: bool) {
-        for u in &used {
-            u.end_inference();
+    fn end(&mut self, used: Vec<(Arc<TensorHandle>, bool)>, ok: bool) {
+        for (u, writes) in &used {
+            u.end_inference(*writes);
         }
         if ok {
             // The inference after the rebinding has finished: nothing refers to them any more.
@@ -386,8 +396,8 @@ impl Drop for InferRequest {
             // SAFETY: live request; the inference must finish before the request and the tensors
             // it uses are released. The status is irrelevant here.
             let _ = unsafe { sys::ov_infer_request_wait(self.as_raw()) };
-            for u in &used {
-                u.end_inference();
+            for (u, writes) in &used {
+                u.end_inference(*writes);
             }
         }
         // SAFETY: owned pointer, freed once, no inference running. Bound tensors and the compiled

@@ -52,6 +52,8 @@ pub use self::compiled_model::CompiledModel;
 pub use self::core::{Core, DeviceVersion};
 pub use self::element_type::{Element, ElementType, F16};
 pub use self::infer_request::{Bindable, InferRequest};
+pub(crate) use self::infer_request::sealed::Sealed as BindableSealed;
+pub(crate) use self::tensor::TensorHandle;
 pub use self::library::{library_path, load, OPENVINO_C_ENV};
 pub use self::model::{Model, PortInfo};
 pub use self::properties::{parse_params, Properties};

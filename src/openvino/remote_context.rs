@@ -223,7 +223,13 @@ impl RemoteContext {
         // SAFETY: t is a new tensor nobody else owns; keep holds the context and (caller's
         // contract) the wrapped memory.
         let handle = unsafe { TensorHandle::from_raw(t, keep) }?;
-        Ok(RemoteTensor { handle, context: self.clone(), exclusive_memory: true })
+        Ok(RemoteTensor {
+            handle,
+            context: self.clone(),
+            exclusive_memory: true,
+            #[cfg(feature = "sycl")]
+            sycl_origin: None,
+        })
     }
 }
 

@@ -114,9 +114,17 @@ pub struct RemoteTensor {
     /// tensors made from a caller's fd: the exporter (and any other fd of the buffer) can still
     /// write the pages, so a host view of them is refused.
     pub(crate) exclusive_memory: bool,
+    /// The SYCL memory the tensor was imported from, if any.
+    #[cfg(feature = "sycl")]
+    pub(crate) sycl_origin: Option<crate::memory::SyclOrigin>,
 }
 
 impl RemoteTensor {
+    /// How many holders share this tensor (clones, requests, keep-alives): 1 when only one does.
+    pub(crate) fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.handle)
+    }
+
     /// The context that created it.
     pub fn context(&self) -> &RemoteContext {
         &self.context

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use openvino_sys as sys;
 
 use super::{check, load, ElementType, KeepAlive, Shape};
-use crate::error::{Error, Result};
+use crate::error::{Aligned, Error, Result};
 use crate::openvino::Element;
 
 /// Who is using a tensor's memory right now: data views (readers / one writer) on the Rust side,
@@ -22,6 +22,8 @@ struct UseState {
     readers: usize,
     writer: bool,
     in_flight: usize,
+    /// A running inference writes the memory (the tensor is bound to an output).
+    device_writer: bool,
 }
 
 /// One `ov_tensor_t`, freed once when the last [`Tensor`], [`RemoteTensor`](super::RemoteTensor)
@@ -111,8 +113,11 @@ impl TensorHandle {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Marks the tensor as used by an inference; fails while a data view is alive.
-    pub(crate) fn begin_inference(&self, what: &dyn fmt::Display) -> Result<()> {
+    /// Marks the tensor as used by an inference that reads it, or writes it (`writes`: bound to
+    /// an output). Fails while a data view is alive, and where inferences would race on the
+    /// memory: a written tensor is used by no other running inference, a read one by no running
+    /// inference that writes it. Inferences that only read share a tensor.
+    pub(crate) fn begin_inference(&self, what: &dyn fmt::Display, writes: bool) -> Result<()> {
         let mut s = self.lock();
         if s.writer || s.readers > 0 {
             return Err(Error::invalid_argument(format!(
@@ -120,13 +125,25 @@ impl TensorHandle {
                  running an inference that uses the tensor"
             )));
         }
+        if s.device_writer || (writes && s.in_flight > 0) {
+            return Err(Error::invalid_argument(format!(
+                "{what} is used by another running inference{}, and this one would {} it: the two would race on \
+                 the memory; wait for the other request first, or give each request its own output tensor",
+                if s.device_writer { " that writes it" } else { "" },
+                if writes { "write" } else { "read" }
+            )));
+        }
         s.in_flight += 1;
+        s.device_writer = writes;
         Ok(())
     }
 
-    pub(crate) fn end_inference(&self) {
+    pub(crate) fn end_inference(&self, writes: bool) {
         let mut s = self.lock();
         s.in_flight = s.in_flight.saturating_sub(1);
+        if writes {
+            s.device_writer = false;
+        }
     }
 
     fn acquire(&self, write: bool) -> Result<()> {
@@ -203,7 +220,7 @@ impl TensorHandle {
             let p = NonNull::new(p.cast::<T>())
                 .ok_or_else(|| Error::invalid_argument("the tensor has no host memory (null data pointer)"))?;
             if (p.as_ptr() as usize) % std::mem::align_of::<T>() != 0 {
-                return Err(Error::alignment("tensor data pointer", std::mem::align_of::<T>(), p.as_ptr() as usize));
+                return Err(Error::alignment(Aligned::TensorData, std::mem::align_of::<T>(), p.as_ptr() as usize));
             }
             p
         };

@@ -3,24 +3,23 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{CardPath, CpuVa, DmaBuf, NpuToSycl, SharedSystem, SharedTensor, Strategy, StrategyKind};
-use crate::error::{Error, ErrorKind, Result};
+use super::{Strategy, StrategyKind};
+use crate::error::{Error, Path, Result};
 use crate::npu::NpuContext;
-use crate::openvino::{ElementType, Shape, TensorType};
-use crate::sycl::{self, Queue, UsmKind};
+use crate::sycl;
 
 /// **Auto**: tries every strategy on this machine and uses the best one that works.
 ///
 /// # Order
 /// [`StrategyKind::ALL`]: **card path → dma-buf → CPU_VA → shared system memory → NPU→SYCL copy**.
-/// 1. [`CardPath`] over the NPU's own context (zero-copy, one context for both): fails on stock
+/// 1. `CardPath` over the NPU's own context (zero-copy, one context for both): fails on stock
 ///    DPC++ with a typed explanation, but is tried first so a stack that supports it gets it.
-/// 2. [`DmaBuf`]: Intel's recommended Linux path; zero-copy, SYCL keeps device memory.
-/// 3. [`CpuVa`] with host USM: zero-copy, but GPU-driver USM as NPU sysmem is unverified on real
+/// 2. `DmaBuf`: Intel's recommended Linux path; zero-copy, SYCL keeps device memory.
+/// 3. `CpuVa` with host USM: zero-copy, but GPU-driver USM as NPU sysmem is unverified on real
 ///    hardware.
-/// 4. [`SharedSystem`]: process memory the NPU imports; zero-copy for SYCL only where the device
+/// 4. `SharedSystem`: process memory the NPU imports; zero-copy for SYCL only where the device
 ///    reaches system memory, SYCL copies elsewhere; needs the NPU's user-memory import.
-/// 5. [`NpuToSycl`]: always works where the NPU works, but copies on the SYCL side.
+/// 5. `NpuToSycl`: always works where the NPU works, but copies on the SYCL side.
 ///
 /// On the virtual platform (and, presumably, every Linux Core Ultra with stock DPC++) Auto chooses
 /// **dma-buf**, because the card path is unsupported.
@@ -103,7 +102,7 @@ impl Auto {
     /// `context` (the iGPU's), and keeps the first that works.
     ///
     /// # Errors
-    /// [`Unsupported { path: "auto" }`](ErrorKind::Unsupported) when no strategy works; the
+    /// [`Unsupported { path: Path::Auto }`](crate::ErrorKind::Unsupported) when no strategy works; the
     /// message lists every attempt's error.
     pub fn select(npu: &NpuContext, context: &Arc<sycl::Context>, device: &sycl::Device) -> Result<Auto> {
         let mut attempts: Vec<(StrategyKind, Result<(), Error>)> = Vec::with_capacity(Self::ORDER.len());
@@ -124,10 +123,7 @@ impl Auto {
             None => {
                 let why: Vec<String> =
                     attempts.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
-                Err(Error::new(
-                    ErrorKind::Unsupported { path: "auto" },
-                    format!("no SYCL ⇄ NPU sharing strategy works here: {}", why.join("; ")),
-                ))
+                Err(Error::unsupported(Path::Auto, "no SYCL ⇄ NPU sharing strategy works here").explain(why.join("; ")))
             }
         }
     }
@@ -142,29 +138,8 @@ impl Auto {
     ) -> Vec<(StrategyKind, Result<Strategy, Error>)> {
         Self::ORDER
             .into_iter()
-            .map(|kind| (kind, Self::build(kind, npu, context, device).and_then(|s| s.probe().map(|()| s))))
+            .map(|kind| (kind, Strategy::new(kind, npu, context, device).and_then(|s| s.probe().map(|()| s))))
             .collect()
-    }
-
-    /// Constructs the strategy `kind` (Auto's CPU_VA uses host USM).
-    fn build(
-        kind: StrategyKind,
-        npu: &NpuContext,
-        context: &Arc<sycl::Context>,
-        device: &sycl::Device,
-    ) -> Result<Strategy> {
-        Ok(match kind {
-            StrategyKind::CardPath => Strategy::CardPath(CardPath::from_npu(npu)?),
-            StrategyKind::DmaBuf => Strategy::DmaBuf(DmaBuf::new(npu, context, device)?),
-            StrategyKind::CpuVa => Strategy::CpuVa(CpuVa::new(npu, context, device, UsmKind::Host)?),
-            StrategyKind::SharedSystem => Strategy::SharedSystem(SharedSystem::new(npu, context, device)?),
-            StrategyKind::NpuToSycl => Strategy::NpuToSycl(NpuToSycl::new(npu, context, device)?),
-        })
-    }
-
-    /// The chosen strategy's kind.
-    pub fn kind(&self) -> StrategyKind {
-        self.strategy.kind()
     }
 
     /// The chosen strategy.
@@ -181,24 +156,12 @@ impl Auto {
     pub fn into_parts(self) -> (Strategy, AutoDecision) {
         (self.strategy, self.decision)
     }
+}
 
-    /// A shared tensor made by the chosen strategy.
-    pub fn tensor(
-        &self,
-        element_type: ElementType,
-        shape: impl Into<Shape>,
-        tensor_type: TensorType,
-    ) -> Result<SharedTensor> {
-        self.strategy.tensor(element_type, shape, tensor_type)
-    }
-
-    /// The chosen strategy's queue (use it for the shared tensors' copies).
-    pub fn queue(&self) -> &Queue {
-        self.strategy.queue()
-    }
-
-    /// The SYCL context of the chosen strategy's memory.
-    pub fn sycl_context(&self) -> &Arc<sycl::Context> {
-        self.strategy.sycl_context()
+/// `Auto` is its chosen [`Strategy`]: `auto.tensor(..)`, `auto.queue()`, `auto.kind()`.
+impl std::ops::Deref for Auto {
+    type Target = Strategy;
+    fn deref(&self) -> &Strategy {
+        &self.strategy
     }
 }

@@ -1,146 +1,79 @@
 //! The card path: a SYCL context made from the NPU's own Level Zero context, `malloc_shared` in it,
 //! and that memory given to the NPU as CPU_VA.
+//!
+//! **The card path** (the forum snippet): take the NPU plugin's Level Zero context
+//! ([`NpuContext::level_zero_context`](crate::npu::NpuContext::level_zero_context)), find the SYCL platform of its driver, make a SYCL context
+//! from it with `ownership::keep` (`make_context<backend::ext_oneapi_level_zero>`), `malloc_shared`
+//! in it (page-aligned, size rounded up to 4096), and wrap that memory as an NPU CPU_VA tensor.
+//!
+//! # When it works on real hardware
+//! **Never on stock DPC++.** DPC++ builds SYCL platforms only from Level Zero drivers that have a
+//! GPU device; the NPU has its own driver with a VPU device, so no SYCL platform or device matches
+//! the NPU's context, and a SYCL context of one driver with devices of another is invalid (UR
+//! adapter v2 throws `UR_RESULT_ERROR_INVALID_ARGUMENT` in `make_context`; v1 accepts it, then
+//! `malloc_shared` returns null and teardown crashes). [`CardPath::from_npu`] therefore returns
+//! [`Unsupported { path: Path::CardPath }`](ErrorKind::Unsupported) with that explanation, and
+//! names the strategies that work: `DmaBuf` and `CpuVa`.
+//!
+//! The rest of the path is real code: [`Strategy::card_path`](super::Strategy::card_path) takes **any** Level Zero context, and for
+//! a context of a driver SYCL does list (e.g. the iGPU's own driver) it runs to the end — SYCL
+//! context from the native handle, shared USM, NPU CPU_VA tensor over it. In that case the NPU
+//! imports the page-aligned shared USM as system memory (like `CpuVa`); in the
+//! hypothetical NPU-context case the memory would already be an allocation of the plugin's
+//! context and the plugin would reuse it without importing.
+//!
+//! # What it costs
+//! Making the SYCL context once (the runtime probes its USM pools); per tensor a `zeMemAllocShared`
+//! and the NPU's one-time import (page pinning and IOMMU mapping on real hardware). Steady state:
+//! no copy. Shared USM may migrate between host and device on discrete GPUs; on the iGPU it is
+//! plain system memory.
+//!
+//! # Who owns what
+//! - The Level Zero context stays owned by its owner: the SYCL context is made with `keep` and
+//!   holds the `Arc<level_zero::Context>` as its keep-alive (for the NPU's context that `Arc`
+//!   keeps the OpenVINO remote context, and so the Core, alive). Nothing here ever destroys it,
+//!   and the SYCL context cannot outlive it.
+//! - Each tensor's [`UsmBuffer`](crate::sycl::UsmBuffer) lives in the NPU remote tensor's
+//!   keep-alive; it holds the SYCL context. `sycl::free` runs after OpenVINO and every request let
+//!   go of the tensor.
 
 use std::sync::Arc;
 
-use super::{Parts, SharedTensor, StrategyKind};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Path, Result};
 use crate::level_zero;
 use crate::npu::NpuContext;
-use crate::openvino::{ElementType, Shape, TensorType};
-use crate::sycl::{self, DeviceType, Platform, Queue, UsmKind};
+use crate::sycl::{self, DeviceType, Platform};
 
-/// **The card path** (the forum snippet): take the NPU plugin's Level Zero context
-/// ([`NpuContext::level_zero_context`]), find the SYCL platform of its driver, make a SYCL context
-/// from it with `ownership::keep` (`make_context<backend::ext_oneapi_level_zero>`), `malloc_shared`
-/// in it (page-aligned, size rounded up to 4096), and wrap that memory as an NPU CPU_VA tensor.
-///
-/// # When it works on real hardware
-/// **Never on stock DPC++.** DPC++ builds SYCL platforms only from Level Zero drivers that have a
-/// GPU device; the NPU has its own driver with a VPU device, so no SYCL platform or device matches
-/// the NPU's context, and a SYCL context of one driver with devices of another is invalid (UR
-/// adapter v2 throws `UR_RESULT_ERROR_INVALID_ARGUMENT` in `make_context`; v1 accepts it, then
-/// `malloc_shared` returns null and teardown crashes). [`CardPath::from_npu`] therefore returns
-/// [`Unsupported { path: "card path" }`](ErrorKind::Unsupported) with that explanation, and
-/// names the strategies that work: [`DmaBuf`](super::DmaBuf) and [`CpuVa`](super::CpuVa).
-///
-/// The rest of the path is real code: [`CardPath::new`] takes **any** Level Zero context, and for
-/// a context of a driver SYCL does list (e.g. the iGPU's own driver) it runs to the end — SYCL
-/// context from the native handle, shared USM, NPU CPU_VA tensor over it. In that case the NPU
-/// imports the page-aligned shared USM as system memory (like [`CpuVa`](super::CpuVa)); in the
-/// hypothetical NPU-context case the memory would already be an allocation of the plugin's
-/// context and the plugin would reuse it without importing.
-///
-/// # What it costs
-/// Making the SYCL context once (the runtime probes its USM pools); per tensor a `zeMemAllocShared`
-/// and the NPU's one-time import (page pinning and IOMMU mapping on real hardware). Steady state:
-/// no copy. Shared USM may migrate between host and device on discrete GPUs; on the iGPU it is
-/// plain system memory.
-///
-/// # Who owns what
-/// - The Level Zero context stays owned by its owner: the SYCL context is made with `keep` and
-///   holds the `Arc<level_zero::Context>` as its keep-alive (for the NPU's context that `Arc`
-///   keeps the OpenVINO remote context, and so the Core, alive). Nothing here ever destroys it,
-///   and the SYCL context cannot outlive it.
-/// - Each tensor's [`UsmBuffer`](crate::sycl::UsmBuffer) lives in the NPU remote tensor's
-///   keep-alive; it holds the SYCL context. `sycl::free` runs after OpenVINO and every request let
-///   go of the tensor.
-#[derive(Debug)]
-pub struct CardPath {
-    parts: Parts,
-    l0_context: Arc<level_zero::Context>,
-}
-
-impl CardPath {
-    /// The card path over the NPU plugin's own Level Zero context: on stock DPC++ always
-    /// [`Unsupported { path: "card path" }`](ErrorKind::Unsupported) (see the type docs); the
-    /// message explains why and names the strategies that work.
-    pub fn from_npu(npu: &NpuContext) -> Result<CardPath> {
-        CardPath::new(npu.level_zero_context(), npu)
-    }
-
-    /// The card path over `l0_context` (of any driver): finds the SYCL platform whose native
-    /// driver is the context's driver, makes a SYCL context from the native handle with
-    /// `ownership::keep` over the platform's GPU devices (the `Arc` is the keep-alive), and an
-    /// in-order queue on the first of them. Tensors are then made with [`tensor`](Self::tensor)
-    /// and imported by `npu`.
-    ///
-    /// # Errors
-    /// [`Unsupported { path: "card path" }`](ErrorKind::Unsupported) when SYCL has no platform for
-    /// the context's driver (always the case for the NPU's driver); SYCL errors from `make_context`.
-    pub fn new(l0_context: &Arc<level_zero::Context>, npu: &NpuContext) -> Result<CardPath> {
-        let driver = l0_context.driver();
-        let platform = Platform::find_by_native_driver(driver.as_raw())?;
-        let Some(platform) = platform else {
-            return Err(no_sycl_platform(l0_context, npu));
-        };
-        let devices: Vec<sycl::Device> = platform
-            .devices()?
-            .into_iter()
-            .filter(|d| {
-                d.is_level_zero() && d.device_type == DeviceType::Gpu && d.native_driver() == Some(driver.as_raw())
-            })
-            .collect();
-        if devices.is_empty() {
-            return Err(Error::new(
-                ErrorKind::Unsupported { path: StrategyKind::CardPath.as_str() },
-                format!(
-                    "the card path is not supported here: SYCL platform '{}' wraps the context's Level Zero driver \
-                     {:p} but lists no GPU device of it; use the dma-buf strategy (DmaBuf) or the CPU_VA strategy \
-                     (CpuVa) with a SYCL context of your GPU instead",
-                    platform.name,
-                    driver.as_raw()
-                ),
-            ));
-        }
-        let context = sycl::Context::from_level_zero_context(l0_context, &devices)
-            .map_err(|e| e.context("card path: make_context(keep) from the Level Zero context"))?;
-        let queue = Queue::new(&context, &devices[0])?;
-        Ok(CardPath {
-            parts: Parts { npu: npu.clone(), context, device: devices[0].clone(), queue },
-            l0_context: Arc::clone(l0_context),
-        })
-    }
-
-    /// A shared tensor: `malloc_shared` (aligned to 4096, the byte size rounded up to 4096) in the
-    /// SYCL context made from the Level Zero context, wrapped as an NPU CPU_VA tensor that keeps
-    /// the allocation alive.
-    ///
-    /// # Errors
-    /// SYCL allocation errors; the CPU_VA errors of [`NpuContext::cpu_va_tensor_from_raw`]
-    /// (the tensor's byte size must be a multiple of 4096 when the memory is imported).
-    pub fn tensor(
-        &self,
-        element_type: ElementType,
-        shape: impl Into<Shape>,
-        tensor_type: TensorType,
-    ) -> Result<SharedTensor> {
-        self.parts.usm_cpu_va_tensor(
-            StrategyKind::CardPath,
-            UsmKind::Shared,
-            element_type,
-            shape.into(),
-            tensor_type,
-            Some("card path: the NPU's CPU_VA import of the shared USM"),
+/// The SYCL context (made from `l0_context` with `ownership::keep`) and GPU device of the card
+/// path, or the typed error saying why there is none.
+pub(super) fn open(
+    l0_context: &Arc<level_zero::Context>,
+    npu: &NpuContext,
+) -> Result<(Arc<sycl::Context>, sycl::Device)> {
+    let driver = l0_context.driver();
+    let Some(platform) = Platform::find_by_native_driver(driver.as_raw())? else {
+        return Err(no_sycl_platform(l0_context, npu));
+    };
+    let devices: Vec<sycl::Device> = platform
+        .devices()?
+        .into_iter()
+        .filter(|d| d.is_level_zero() && d.device_type == DeviceType::Gpu && d.native_driver() == Some(driver.as_raw()))
+        .collect();
+    if devices.is_empty() {
+        return Err(Error::unsupported(
+            Path::CardPath,
+            format!("SYCL platform '{}' wraps the context's Level Zero driver but lists no GPU device of it", platform.name),
         )
+        .explain(format!(
+            "driver {:p}; use the dma-buf strategy or the CPU_VA strategy with a SYCL context of your GPU instead",
+            driver.as_raw()
+        )));
     }
-
-    /// The Level Zero context the SYCL context was made from.
-    pub fn level_zero_context(&self) -> &Arc<level_zero::Context> {
-        &self.l0_context
-    }
-
-    parts_accessors! {
-        kind: StrategyKind::CardPath,
-        queue: "The in-order queue on the context's first GPU device.",
-        sycl_context: "The SYCL context made from the Level Zero context (`ContextOrigin::LevelZeroKeep`).",
-        device: "The SYCL device the memory is allocated on.",
-        npu_context: "The NPU context that imports the memory.",
-        probe: "Makes a 4 KiB tensor and checks that SYCL and the NPU's mapping see the same bytes.",
-    }
+    let context = sycl::Context::from_level_zero_context(l0_context, &devices)
+        .map_err(|e| e.context("card path: make_context(keep) from the Level Zero context"))?;
+    Ok((context, devices[0].clone()))
 }
 
-/// The card path's Unsupported error for a context whose driver SYCL does not list.
 fn no_sycl_platform(l0_context: &level_zero::Context, npu: &NpuContext) -> Error {
     let driver = l0_context.driver().as_raw();
     let is_npu = driver == npu.driver().as_raw();
@@ -151,19 +84,14 @@ fn no_sycl_platform(l0_context: &level_zero::Context, npu: &NpuContext) -> Error
     } else {
         "the Level Zero context belongs to a driver"
     };
-    Error::new(
-        ErrorKind::Unsupported { path: StrategyKind::CardPath.as_str() },
-        format!(
-            "the card path is not supported here: {whose} ({driver:p}), and no SYCL platform wraps that driver. \
-             DPC++ builds SYCL platforms only from Level Zero drivers that have a GPU device, so the NPU's \
-             driver is never a SYCL platform and no SYCL device matches its context; a SYCL context of one \
-             driver with devices of another is invalid (make_context: UR adapter v2 throws \
-             UR_RESULT_ERROR_INVALID_ARGUMENT, v1 fails later: malloc_shared returns null and teardown \
-             crashes). Use the strategy that works on every laptop generation: dma-buf (DmaBuf: SYCL \
-             exportable device memory -> dma-buf fd -> NPU SHARED_BUF, what Intel recommends on Linux), or the \
-             NPU→SYCL copy (NpuToSycl), or let Auto choose. CPU_VA (CpuVa) of SYCL host/shared USM does not \
-             work: the NPU cannot pin the GPU driver's USM; CPU_VA of page-aligned process memory does on NPU \
-             40xx+ (the SharedSystem strategy, or NpuContext::cpu_va_tensor)"
-        ),
+    Error::unsupported(Path::CardPath, format!("{whose} ({driver:p}), and no SYCL platform wraps that driver")).explain(
+        "DPC++ builds SYCL platforms only from Level Zero drivers that have a GPU device, so the NPU's driver is \
+         never a SYCL platform and no SYCL device matches its context; a SYCL context of one driver with devices \
+         of another is invalid (make_context: UR adapter v2 throws UR_RESULT_ERROR_INVALID_ARGUMENT, v1 fails \
+         later: malloc_shared returns null and teardown crashes). Use the strategy that works on every laptop \
+         generation: dma-buf (DmaBuf: SYCL exportable device memory -> dma-buf fd -> NPU SHARED_BUF, what Intel \
+         recommends on Linux), or the NPU→SYCL copy (NpuToSycl), or let Auto choose. CPU_VA (CpuVa) of SYCL \
+         host/shared USM does not work: the NPU cannot pin the GPU driver's USM; CPU_VA of page-aligned process \
+         memory does on NPU 40xx+ (the SharedSystem strategy, or NpuContext::import of a PageAlignedBuffer)",
     )
 }

@@ -13,6 +13,7 @@
 use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cxx::UniquePtr;
@@ -31,6 +32,8 @@ pub struct ExportableDeviceMemory {
     device_slot: usize,
     device: Device,
     context: Arc<Context>,
+    /// Set once the program exported it: another owner may then reach the pages.
+    exported: AtomicBool,
 }
 
 // SAFETY: the value exclusively owns its allocation; the bridge calls it makes (export, free) take the
@@ -60,13 +63,29 @@ impl ExportableDeviceMemory {
             device_slot,
             device: device.clone(),
             context: Arc::clone(context),
+            exported: AtomicBool::new(false),
         })
     }
 
     /// `export_device_mem_handle<external_mem_handle_type::dma_buf>`: a new dma-buf fd for the whole
     /// allocation. The caller owns it and closes it (by dropping the
     /// `OwnedFd`); the allocation neither keeps it open nor needs it to stay open.
+    ///
+    /// Once exported, the pages have another way in, so an NPU tensor imported from this memory
+    /// afterwards has no host views ([`NpuContext::import`](crate::npu::NpuContext::import)).
     pub fn export_dma_buf(&self) -> Result<OwnedFd> {
+        let fd = self.export_for_import()?;
+        self.exported.store(true, Ordering::Release);
+        Ok(fd)
+    }
+
+    /// Whether the program exported the memory ([`export_dma_buf`](Self::export_dma_buf)).
+    pub(crate) fn was_exported(&self) -> bool {
+        self.exported.load(Ordering::Acquire)
+    }
+
+    /// An export made by the crate for the NPU import, which the import owns.
+    pub(crate) fn export_for_import(&self) -> Result<OwnedFd> {
         let sd = self.context.sycl_device_at(self.device_slot);
         // SAFETY: `ptr` is a live exportable allocation of this context and device.
         let fd = unsafe { bridge::export_dma_buf(self.ptr.as_ptr(), sd, self.context.raw()) }

@@ -64,7 +64,7 @@ pub fn imports_user_memory(npu: &NpuContext) -> bool {
     let e = npu
         .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::U8, [4096], TensorType::Input)
         .unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: "CPU_VA" }, "{e}");
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e}");
     assert!(e.to_string().contains("STANDARD_ALLOCATION") && e.to_string().contains("dma-buf"), "{e}");
     let laptop = caps.generation.map_or("an unknown NPU".to_string(), |g| format!("{g} ({})", g.npu_family()));
     eprintln!("{laptop} imports no user memory: checked that CPU_VA is refused instead ({e})");
