@@ -107,7 +107,7 @@ fn main() -> anyhow::Result<()> {
     }
     // 2. CPU_VA, where the NPU imports user memory.
     let mut missing = Vec::new();
-    match npu.cpu_va_tensor(PageAlignedBuffer::from_slice(&input)?, ElementType::F32, SHAPE, TensorType::Input) {
+    match npu.import(PageAlignedBuffer::from_slice(&input)?, ElementType::F32, SHAPE, TensorType::Input) {
         Ok(tensor) => {
             let mut r = compiled.create_infer_request()?;
             results.push(measure("2  CPU_VA remote tensor", &mut r, |r| r.set_input_tensor(0, &tensor).unwrap()));
@@ -130,7 +130,7 @@ fn main() -> anyhow::Result<()> {
         let gpu = Arc::new(Context::create(driver)?);
         let mut mem = gpu.alloc_device_exportable(device, bytes, 4096)?;
         mem.write(0, &input)?;
-        let tensor = npu.dma_buf_tensor(mem.export_dma_buf()?, bytes, ElementType::F32, SHAPE, TensorType::Input)?;
+        let tensor = npu.import(mem.export_dma_buf()?, ElementType::F32, SHAPE, TensorType::Input)?;
         let mut r = compiled.create_infer_request()?;
         results.push(measure("3  dma-buf (SHARED_BUF)", &mut r, |r| r.set_input_tensor(0, &tensor).unwrap()));
         drop(r);

@@ -34,7 +34,7 @@ use anyhow::{anyhow, Context as _, Result};
 use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
-use npu_sycl_bridge::strategy::{Auto, CardPath, SharedTensor, StrategyKind};
+use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, DeviceType, LevelZeroOwnership, Platform};
 use npu_sycl_bridge::virtual_platform::{self, Selection, VirtualPlatform};
 use npu_sycl_bridge::ErrorKind;
@@ -236,14 +236,14 @@ fn run() -> Result<bool> {
     step(
         6,
         "sycl::context sctx = sycl::make_context<backend::ext_oneapi_level_zero>({ze_ctx, {dev}, ownership::keep});",
-        "CardPath::from_npu(&npu) (the card path: the snippet's route)",
+        "Strategy::card_path(npu.level_zero_context(), &npu) (the card path: the snippet's route)",
     );
     let mut card_path_error = None;
-    match CardPath::from_npu(&npu) {
+    match Strategy::card_path(npu.level_zero_context(), &npu) {
         Err(e) => {
             card_path_error = Some(e.message().to_string());
             got(format!("refused with a typed error: ErrorKind::{:?}", e.kind()));
-            wrapped("       ", e.message());
+            wrapped("       ", &format!("{e:#}"));
             // What DPC++ itself does when the snippet is forced through with the GPU's device. That
             // breaks `from_level_zero`'s contract (the context must be of the devices' driver), so it
             // is done only where the outcome is defined: on the virtual platform, whose loader checks
@@ -323,7 +323,7 @@ fn run() -> Result<bool> {
     let mut input = auto.tensor(din.element_type, din.shape.clone(), TensorType::Input).context("the input tensor")?;
     let output = auto.tensor(dout.element_type, dout.shape.clone(), TensorType::Output).context("the output tensor")?;
     let sample = m.sample_input(0);
-    input.write(auto.queue(), 0, &sample).context("writing the input through SYCL")?;
+    input.write(0, &sample).context("writing the input through SYCL")?;
     describe_tensor("input ", &input)?;
     describe_tensor("output", &output)?;
 
@@ -356,7 +356,7 @@ fn run() -> Result<bool> {
         "q.memcpy(host, out, bytes).wait();  // compare with the CPU plugin",
         "SharedTensor::read_to_vec(queue); the same model on \"CPU\"",
     );
-    let npu_out: Vec<u8> = output.read_to_vec(auto.queue()).context("reading the output through SYCL")?;
+    let npu_out: Vec<u8> = output.read_to_vec().context("reading the output through SYCL")?;
     let cpu_out = cpu_output(&core, &m, &sample)?;
     let same = match m.compare(0, &cpu_out, &npu_out) {
         Ok(()) => {

@@ -252,7 +252,9 @@ impl Error {
     /// The sharing path `path` cannot work here: `reason` says why (briefly; attach the long
     /// story and what to use instead with [`explain`](Self::explain)).
     pub fn unsupported(path: Path, reason: impl fmt::Display) -> Self {
-        Self::new(ErrorKind::Unsupported { path }, format!("the {path} path is not supported here: {reason}"))
+        // "the card path", not "the card path path".
+        let what = if path.as_str().ends_with("path") { path.to_string() } else { format!("{path} path") };
+        Self::new(ErrorKind::Unsupported { path }, format!("the {what} is not supported here: {reason}"))
     }
 
     /// The SYCL runtime threw an exception with text `what`.

@@ -10,31 +10,34 @@
 //! runtime. On machines without an Intel NPU the [`virtual_platform`] stands in for the Level Zero
 //! stack (a virtual Intel GPU and NPU); the tests and the example use it, and say so.
 //!
+//! The whole zero-copy program, in ten lines:
+//!
 //! ```no_run
 //! # #[cfg(feature = "sycl")] fn main() -> npu_sycl_bridge::Result<()> {
-//! use npu_sycl_bridge::{models, npu::NpuContext, strategy::Auto, sycl};
-//! use npu_sycl_bridge::openvino::{Core, Properties, TensorType};
+//! use npu_sycl_bridge::openvino::{Core, ElementType::F32, Properties, TensorType};
+//! use npu_sycl_bridge::strategy::Auto;
+//! # let m = npu_sycl_bridge::models::fully_connected();
+//! # let (xml, weights, data) = (&m.xml, &m.weights, m.sample_input(0));
 //!
 //! let core = Core::new()?;
-//! let m = models::fully_connected();
-//! let compiled = core.compile_model(&core.read_model_from_memory(&m.xml, &m.weights)?, "NPU", &Properties::new())?;
-//! let npu = NpuContext::from_compiled_model(&compiled)?; // the plugin's context, borrowed
-//! let gpu = sycl::devices()?.into_iter().find(|d| d.device_type == sycl::DeviceType::Gpu).expect("an iGPU");
-//! let ctx = sycl::Context::new(&gpu)?;
-//! let auto = Auto::select(&npu, &ctx, &gpu)?; // tries every strategy, keeps the first that works
-//! println!("{}", auto.decision());
-//! let (din, dout) = (&m.inputs[0], &m.outputs[0]);
-//! let mut input = auto.tensor(din.element_type, din.shape.clone(), TensorType::Input)?;
-//! let output = auto.tensor(dout.element_type, dout.shape.clone(), TensorType::Output)?;
-//! input.write(auto.queue(), 0, &m.sample_input(0))?; // a SYCL memcpy into the shared memory
+//! let compiled = core.compile_model(&core.read_model_from_memory(xml, weights)?, "NPU", &Properties::new())?;
+//! let auto = Auto::for_model(&compiled)?; // the iGPU and the NPU; the first sharing strategy that works
+//! let (mut input, output) = (auto.tensor(F32, [4, 256], TensorType::Input)?, auto.tensor(F32, [4, 256], TensorType::Output)?);
+//! input.write(0, &data)?; // a SYCL memcpy into the memory the NPU reads
 //! let mut request = compiled.create_infer_request()?;
-//! request.set_input_tensor(0, input.remote_tensor())?;
-//! request.set_output_tensor(0, output.remote_tensor())?;
-//! request.infer()?; // the NPU reads SYCL's memory and writes into SYCL's memory
-//! let result: Vec<f32> = output.read_to_vec(auto.queue())?;
+//! request.set_input_tensor(0, &input)?;
+//! request.set_output_tensor(0, &output)?;
+//! request.infer()?; // the NPU reads SYCL's memory and writes into SYCL's memory: no copy
+//! let result: Vec<f32> = output.read_to_vec()?;
 //! # let _ = result; Ok(()) }
 //! # #[cfg(not(feature = "sycl"))] fn main() {}
 //! ```
+//!
+//! `println!("{}", auto.decision())` says which strategy was chosen and why the others were not.
+//! Memory the program already owns (SYCL USM or exportable device memory, a dma-buf fd, a Level
+//! Zero allocation, page-aligned host memory) goes to the NPU through one call,
+//! [`NpuContext::import`](npu::NpuContext::import) ([`memory`]); [`pool::NpuPool`] hands such
+//! memory out again and again with its import kept.
 //!
 //! `examples/forum_port.rs` (`cargo xtask example`) is the long form of this: the forum's C++
 //! snippet ported step by step. `npu-sycl-doctor` (`cargo run --features sycl --bin
@@ -60,7 +63,7 @@
 //!
 //! | strategy | SYCL side | NPU side (`MEM_TYPE`) | works on | zero-copy | costs | owns the memory |
 //! |----------|-----------|-----------------------|----------|-----------|-------|-----------------|
-//! | [`CardPath`] (the forum snippet) | `make_context(ownership::keep)` over the **NPU's** `ze_context`, then `malloc_shared` | CPU_VA | **nowhere with stock DPC++**: the NPU's Level Zero driver is never a SYCL platform. Returns [`ErrorKind::Unsupported`] `{ path: "card path" }` with the reason. It does run to the end for a context of a driver SYCL lists ([`CardPath::new`]; `tests/strategies.rs`, `card_path_on_a_gpu_driver_context_runs_to_the_end_v1`/`_v2`) | — | — | — |
+//! | [`CardPath`] (the forum snippet) | `make_context(ownership::keep)` over the **NPU's** `ze_context`, then `malloc_shared` | CPU_VA | **nowhere with stock DPC++**: the NPU's Level Zero driver is never a SYCL platform. Returns [`ErrorKind::Unsupported`] `{ path: Path::CardPath }` with the reason. It does run to the end for a context of a driver SYCL lists ([`Strategy::card_path`]; `tests/strategies.rs`, `card_path_on_a_gpu_driver_context_runs_to_the_end_v1`/`_v2`) | — | — | — |
 //! | [`DmaBuf`] | `alloc_exportable_device_mem` → `export_device_mem_handle<dma_buf>` (device memory) | SHARED_BUF (a dma-buf **fd**) | a GPU driver that exports dma-bufs and an NPU driver that lists `DMA_BUF` among its import types (the doctor prints it). Intel's recommended Linux path; a real i915/xe → ivpu import is **unverified**. Verified on the virtual platform with adapters v1 and v2 | yes | one export plus one NPU import per tensor (page pinning and IOMMU mapping on real hardware). Each inference then costs nothing extra | the remote tensor: it holds the fd (closes it once) and the [`sycl::ExportableDeviceMemory`] |
 //! | [`CpuVa`] | `aligned_alloc_host` / `aligned_alloc_shared` (4096-aligned, size rounded up to 4096) | CPU_VA (system-memory import) | NPU drivers with `STANDARD_ALLOCATION` import (`ZE_extension_external_memmap_sysmem`). GPU-driver USM imported by the NPU as system memory is **unverified** on real i915/xe + ivpu | yes | one NPU import per tensor. Each inference then costs nothing extra | the remote tensor, which holds the [`sycl::UsmBuffer`] |
 //! | [`NpuToSycl`] | SYCL `memcpy` to and from the plugin's memory | L0 host tensor (`L0_INTERNAL_BUF`, allocated by the plugin) | wherever the NPU works | **no**: one CPU copy per transfer | none on the NPU side; every SYCL ⇄ NPU transfer costs one memcpy of the tensor's bytes | the plugin's allocation, freed with the remote tensor |
@@ -68,7 +71,7 @@
 //!
 //! Without SYCL, [`npu`] offers the same NPU memory paths to any host code: a CPU_VA tensor over a
 //! [`PageAlignedBuffer`](npu::PageAlignedBuffer) (moved into the tensor), a dma-buf tensor from any
-//! exporter ([`NpuContext::dma_buf_tensor`](npu::NpuContext::dma_buf_tensor)), and L0 host tensors
+//! exporter ([`NpuContext::import`](npu::NpuContext::import) of an `OwnedFd`), and L0 host tensors
 //! (plugin memory: the "already resident" floor).
 //!
 //! Traps that hold for every strategy:
@@ -84,9 +87,9 @@
 //! # Lifetime rules
 //! 1. **Memory outlives the tensors over it.** A remote tensor holds the owner of its memory in
 //!    its keep-alive list: a [`PageAlignedBuffer`](npu::PageAlignedBuffer) is *moved* into
-//!    [`cpu_va_tensor`](npu::NpuContext::cpu_va_tensor), and a strategy puts its SYCL allocation
+//!    [`import`](npu::NpuContext::import), and a strategy puts its SYCL allocation
 //!    (and dma-buf fd) there. The memory is freed only after OpenVINO freed the tensor. Raw memory
-//!    goes through the `unsafe` [`cpu_va_tensor_from_raw`](npu::NpuContext::cpu_va_tensor_from_raw),
+//!    goes through the `unsafe` [`RawMemory`](memory::RawMemory),
 //!    whose `keepalive` must be `'static`. Proved by the compile-fail tests
 //!    `tests/compile_fail/npu_buffer_used_after_move_into_tensor.rs`,
 //!    `npu_buffer_slice_held_across_move.rs`, `npu_keepalive_must_be_static.rs` and
@@ -105,7 +108,7 @@
 //!    `tests/npu_memory_paths.rs::npu_context_keeps_the_compiled_model_and_core_alive` and
 //!    `tests/sycl_shim.rs` (`keep_leaves_the_context_alive_v1`/`_v2`).
 //! 4. **A dma-buf fd is handed over by value.**
-//!    [`dma_buf_tensor`](npu::NpuContext::dma_buf_tensor) takes an `OwnedFd` and closes it exactly
+//!    [`import`](npu::NpuContext::import) takes an `OwnedFd` and closes it exactly
 //!    once, after the plugin let go (the plugin never closes it). Use
 //!    [`dup_fd`](npu::dup_fd) to keep your own fd. Proved by
 //!    `tests/compile_fail/npu_dma_buf_fd_used_after_handover.rs` and
@@ -131,7 +134,7 @@
 //! the plugin recorded at the first inference (mutable command lists); nothing is re-recorded or
 //! copied. Do **not** carve several tensors out of one allocation the NPU already knows: the
 //! plugin reuses such an allocation from its **start**, so the crate refuses interior pointers
-//! ([`ErrorKind::Unsupported`] `{ path: "CPU_VA" }`). Proved by:
+//! ([`ErrorKind::Unsupported`] `{ path: Path::CpuVa }`). Proved by:
 //! - `tests/strategies.rs`: `dma_buf_matches_cpu_zero_copy_v1`/`_v2` (one import per tensor, none
 //!   per inference, write-after-bind seen) and `cpu_va_host_and_shared_usm_match_cpu_zero_copy_v1`/`_v2`;
 //! - `tests/npu_memory_paths.rs::cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refused`;
@@ -144,7 +147,7 @@
 //! It does not take a pointer: a host pointer given as `SHARED_BUF` is read as a garbage fd and the
 //! import fails. The driver must list `DMA_BUF` among its import types. `MEM_HANDLE` read back from
 //! the tensor is the NPU driver's *mapping* of the buffer, never the fd. The plugin does not close
-//! the fd. Here [`NpuContext::dma_buf_tensor`](npu::NpuContext::dma_buf_tensor) takes an `OwnedFd`,
+//! the fd. Here [`NpuContext::import`](npu::NpuContext::import) of an `OwnedFd` takes an `OwnedFd`,
 //! checks that it is open and that the buffer behind it is large enough, and closes it once.
 //! Proved by `tests/npu_memory_paths.rs::dma_buf_tensors_from_the_virtual_gpu_match_the_cpu_plugin_zero_copy`
 //! (SHARED_BUF tensors from GPU-exported fds, zero-copy),
@@ -189,7 +192,7 @@
 //! which belong to another driver. UR does not check the mismatch. Adapter v2 throws
 //! `UR_RESULT_ERROR_INVALID_ARGUMENT` (error 45); adapter v1 accepts the call, then
 //! `malloc_shared` returns null and context teardown crashes. This crate turns that into errors:
-//! - [`CardPath::from_npu`] returns [`ErrorKind::Unsupported`] `{ path: "card path" }`, whose
+//! - [`Strategy::new`]`(CardPath, ..)` returns [`ErrorKind::Unsupported`] `{ path: Path::CardPath }`, whose
 //!   message says the above and names the strategies that work;
 //! - [`sycl::Context::from_level_zero`] probes the context on each device before the runtime sees
 //!   it, so on the virtual platform the forced call is an [`ErrorKind::Sycl`] error rather than a
@@ -210,9 +213,9 @@
 //!
 #![cfg_attr(
     feature = "sycl",
-    doc = "\n[`Auto`]: strategy::Auto\n[`CardPath`]: strategy::CardPath\n[`CardPath::new`]: strategy::CardPath::new\n\
-           [`CardPath::from_npu`]: strategy::CardPath::from_npu\n[`DmaBuf`]: strategy::DmaBuf\n[`CpuVa`]: strategy::CpuVa\n\
-           [`NpuToSycl`]: strategy::NpuToSycl\n[`SharedTensor`]: strategy::SharedTensor\n[`sycl`]: crate::sycl\n\
+    doc = "\n[`Auto`]: strategy::Auto\n[`CardPath`]: strategy::StrategyKind::CardPath\n[`Strategy::card_path`]: strategy::Strategy::card_path\n\
+           [`Strategy::new`]: strategy::Strategy::new\n[`DmaBuf`]: strategy::StrategyKind::DmaBuf\n[`CpuVa`]: strategy::StrategyKind::CpuVa\n\
+           [`NpuToSycl`]: strategy::StrategyKind::NpuToSycl\n[`SharedTensor`]: strategy::SharedTensor\n[`sycl`]: crate::sycl\n\
            [`strategy`]: crate::strategy\n[`sycl::LevelZeroOwnership::Keep`]: crate::sycl::LevelZeroOwnership::Keep\n\
            [`sycl::Context::from_level_zero`]: crate::sycl::Context::from_level_zero\n\
            [`sycl::ExportableDeviceMemory`]: crate::sycl::ExportableDeviceMemory\n[`sycl::UsmBuffer`]: crate::sycl::UsmBuffer"
@@ -220,8 +223,8 @@
 // Without feature `sycl` the SYCL items do not exist: their links point at the feature's section.
 #![cfg_attr(
     not(feature = "sycl"),
-    doc = "\n[`Auto`]: #feature-sycl\n[`CardPath`]: #feature-sycl\n[`CardPath::new`]: #feature-sycl\n\
-           [`CardPath::from_npu`]: #feature-sycl\n[`DmaBuf`]: #feature-sycl\n[`CpuVa`]: #feature-sycl\n\
+    doc = "\n[`Auto`]: #feature-sycl\n[`CardPath`]: #feature-sycl\n[`Strategy::card_path`]: #feature-sycl\n\
+           [`Strategy::new`]: #feature-sycl\n[`DmaBuf`]: #feature-sycl\n[`CpuVa`]: #feature-sycl\n\
            [`NpuToSycl`]: #feature-sycl\n[`SharedTensor`]: #feature-sycl\n[`sycl`]: #feature-sycl\n\
            [`strategy`]: #feature-sycl\n[`sycl::LevelZeroOwnership::Keep`]: #feature-sycl\n\
            [`sycl::Context::from_level_zero`]: #feature-sycl\n\

@@ -21,7 +21,6 @@
 //! CPU address and no fd: they are refused with the reason.
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 use crate::error::{Error, Path, Result};
 use crate::level_zero::{self, L0Allocation};
@@ -122,7 +121,7 @@ impl RawMemory {
 pub(crate) struct SyclOrigin {
     /// The SYCL pointer (an address: the tensor keeps the memory alive).
     pub(crate) addr: usize,
-    pub(crate) context: Arc<crate::sycl::Context>,
+    pub(crate) context: std::sync::Arc<crate::sycl::Context>,
     pub(crate) kind: MemoryKind,
     /// The memory's size in bytes.
     pub(crate) len: usize,
@@ -151,7 +150,6 @@ pub(crate) mod sealed {
         Borrowed(RawFd),
     }
 
-
     /// How the crate imports each kind: the [`Region`], whether a tensor over it may have host
     /// views, and, for SYCL memory, the SYCL side of it.
     pub trait Sealed {
@@ -172,7 +170,7 @@ pub(crate) mod sealed {
         }
         /// The SYCL pointer and context of SYCL memory.
         #[cfg(feature = "sycl")]
-        fn sycl(&self) -> Option<(NonNull<u8>, Arc<crate::sycl::Context>)> {
+        fn sycl(&self) -> Option<(NonNull<u8>, std::sync::Arc<crate::sycl::Context>)> {
             None
         }
     }
@@ -276,6 +274,8 @@ impl NpuMemory for RawMemory {
 
 #[cfg(feature = "sycl")]
 mod sycl_kinds {
+    use std::sync::Arc;
+
     use super::*;
     use crate::sycl::{self, ExportableDeviceMemory, SyclMemory, UsmBuffer};
 

@@ -144,7 +144,8 @@ impl<M: NpuMemory> NpuPool<M> {
             .into_iter()
             .map(|m| Buffer { len: m.byte_len(), memory: Arc::new(m), allocated: false, tensor: None })
             .collect();
-        let stats = PoolStats { buffers: buffers.len(), bytes: buffers.iter().map(|b| b.len).sum(), ..PoolStats::default() };
+        let stats =
+            PoolStats { buffers: buffers.len(), bytes: buffers.iter().map(|b| b.len).sum(), ..PoolStats::default() };
         let limits = PoolLimits { max_buffers: buffers.len(), max_bytes: stats.bytes };
         Ok(NpuPool { npu: npu.clone(), state: Mutex::new(State { buffers, allocator: None, limits, stats }) })
     }
@@ -192,18 +193,17 @@ impl<M: NpuMemory> NpuPool<M> {
         }
         // An unused buffer first, then the smallest free one: re-importing drops another shape's import.
         let fits = |b: &Buffer<M>| b.len >= needed && b.is_free();
-        let pick = st
-            .buffers
-            .iter()
-            .position(|b| b.tensor.is_none() && b.len >= needed)
-            .or_else(|| st.buffers.iter().enumerate().filter(|(_, b)| fits(b)).min_by_key(|(_, b)| b.len).map(|(i, _)| i));
+        let pick = st.buffers.iter().position(|b| b.tensor.is_none() && b.len >= needed).or_else(|| {
+            st.buffers.iter().enumerate().filter(|(_, b)| fits(b)).min_by_key(|(_, b)| b.len).map(|(i, _)| i)
+        });
         let index = match pick {
             Some(i) => i,
             None => self.grow(st, needed)?,
         };
         let buffer = &mut st.buffers[index];
         buffer.tensor = None; // releases another shape's import before the new one
-        let tensor = self.npu.import_shared(Arc::clone(&buffer.memory), element_type, shape.clone(), TensorType::Binded)?;
+        let tensor =
+            self.npu.import_shared(Arc::clone(&buffer.memory), element_type, shape.clone(), TensorType::Binded)?;
         st.stats.imports += 1;
         st.stats.misses += 1;
         buffer.tensor = Some(Imported { element_type, shape, tensor: tensor.clone() });

@@ -245,7 +245,7 @@ fn forum_port_example_runs_auto_dma_buf_without_copies() {
         let tag = format!("\n[{n}] ");
         at = out[at..].find(&tag).map(|i| at + i).unwrap_or_else(|| panic!("step [{n}] in order:\n{out}"));
     }
-    assert!(out.contains("ErrorKind::Unsupported { path: \"card path\" }"), "the card path's typed error:\n{out}");
+    assert!(out.contains("ErrorKind::Unsupported { path: CardPath }"), "the card path's typed error:\n{out}");
     assert!(out.contains("does not accept device"), "make_context's own error when forced:\n{out}");
     assert!(out.contains("Auto chose: dma-buf (zero-copy: yes)"), "{out}");
     assert!(out.contains("decision report: chose dma-buf because card path:"), "{out}");

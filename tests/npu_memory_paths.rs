@@ -10,11 +10,13 @@ use std::ffi::c_void;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use npu_sycl_bridge::error::Aligned;
 use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation, MemoryKind};
+use npu_sycl_bridge::memory::RawMemory;
 use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::npu::{dup_fd, LaptopGeneration, NpuContext, PageAlignedBuffer};
 use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, MemType, Properties, RemoteTensor, Tensor, TensorType};
-use npu_sycl_bridge::ErrorKind;
+use npu_sycl_bridge::{ErrorKind, Path};
 
 mod common;
 
@@ -104,8 +106,8 @@ fn npu_context_of_a_cpu_compiled_model_is_unsupported() {
     let s = setup(models::fully_connected());
     let e = NpuContext::from_compiled_model(&s.cpu_model).unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::Npu }, "{e}");
-    assert!(e.to_string().contains("CPU"), "the message names the device: {e}");
-    assert!(e.to_string().contains("NPU"), "{e}");
+    assert!(format!("{e:#}").contains("CPU"), "the message names the device: {e}");
+    assert!(format!("{e:#}").contains("NPU"), "{e}");
     // OpenVINO's own error is kept, with its kind, as the source.
     let source = std::error::Error::source(&e).expect("OpenVINO's error as the source");
     let source = source.downcast_ref::<npu_sycl_bridge::Error>().expect("a crate Error");
@@ -193,24 +195,15 @@ fn cpu_va_tensors_match_the_cpu_plugin_zero_copy() {
     let copied0 = counter("npu.bytes_copied");
     let buf_a = PageAlignedBuffer::from_slice(&f32s(&a)).unwrap();
     let va_a = buf_a.as_ptr();
-    let mut ta = s.npu.cpu_va_tensor(buf_a, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let mut ta = s.npu.import(buf_a, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     let tb = s
         .npu
-        .cpu_va_tensor(
-            PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(),
-            ElementType::F32,
-            [1, 1024],
-            TensorType::Input,
-        )
+        .import(PageAlignedBuffer::from_slice(&f32s(&b)).unwrap(), ElementType::F32, [1, 1024], TensorType::Input)
         .unwrap();
-    let sum = s
-        .npu
-        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], TensorType::Output)
-        .unwrap();
-    let product = s
-        .npu
-        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], TensorType::Binded)
-        .unwrap();
+    let sum =
+        s.npu.import(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+    let product =
+        s.npu.import(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
     // The VA the NPU uses is the buffer's own.
     assert_eq!(ta.params().unwrap().mem_handle.cast_const(), va_a);
     assert_eq!(ta.params().unwrap().mem_type, Some(MemType::CpuVa));
@@ -252,10 +245,10 @@ fn dma_buf_tensors_from_the_virtual_gpu_match_the_cpu_plugin_zero_copy() {
         let (_mem_b, fd_b) = g.exported(4096, Some(&b));
         let (mem_sum, fd_sum) = g.exported(4096, None);
         let (mem_prod, fd_prod) = g.exported(4096, None);
-        let ta = s.npu.dma_buf_tensor(fd_a, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
-        let tb = s.npu.dma_buf_tensor(fd_b, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
-        let tsum = s.npu.dma_buf_tensor(fd_sum, 4096, ElementType::F32, [1, 1024], TensorType::Output).unwrap();
-        let tprod = s.npu.dma_buf_tensor(fd_prod, 4096, ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+        let ta = s.npu.import(fd_a, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+        let tb = s.npu.import(fd_b, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+        let tsum = s.npu.import(fd_sum, ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+        let tprod = s.npu.import(fd_prod, ElementType::F32, [1, 1024], TensorType::Output).unwrap();
         assert_eq!(counter("npu.imports.dma_buf"), imports0 + 4);
         assert_eq!(ta.params().unwrap().mem_type, Some(MemType::SharedBuf));
 
@@ -355,15 +348,12 @@ fn dma_buf_tensors_from_a_callers_fd_have_no_host_views() {
     // ways to write the same pages. A host view (a Rust slice) of them could change under its
     // reader, so none is handed out.
     let (mut mem, fd) = g.exported(4096, Some(&s.m.sample_input(0)));
-    let mut t1 = s
-        .npu
-        .dma_buf_tensor(dup_fd(fd.as_fd()).unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input)
-        .unwrap();
-    let mut t2 = s.npu.dma_buf_tensor(fd, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let mut t1 = s.npu.import(dup_fd(fd.as_fd()).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let mut t2 = s.npu.import(fd, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     let host_view = ErrorKind::Unsupported { path: Path::HostView };
     let e = t1.host_bytes().unwrap_err();
     assert_eq!(e.kind(), &host_view, "{e}");
-    assert!(e.to_string().contains("exporter"), "{e}");
+    assert!(format!("{e:#}").contains("exporter"), "{e}");
     assert_eq!(t1.host_data::<f32>().unwrap_err().kind(), &host_view);
     assert_eq!(t1.host_bytes_mut().unwrap_err().kind(), &host_view);
     assert_eq!(t2.host_data_mut::<f32>().unwrap_err().kind(), &host_view);
@@ -397,11 +387,8 @@ fn a_buffer_is_imported_once_per_npu_context() {
     let (a, b) = (s.m.sample_input(0), s.m.sample_input(1));
     let (mut mem, fd) = g.exported(4096, Some(&a));
     let imports0 = counter("npu.imports.dma_buf");
-    let first = s
-        .npu
-        .dma_buf_tensor(dup_fd(fd.as_fd()).unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input)
-        .unwrap();
-    let second = s.npu.dma_buf_tensor(fd, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let first = s.npu.import(dup_fd(fd.as_fd()).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let second = s.npu.import(fd, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     assert_eq!(counter("npu.imports.dma_buf"), imports0 + 1, "one import for two tensors over one buffer");
     assert_eq!(first.params().unwrap().mem_type, Some(MemType::SharedBuf));
     assert_eq!(
@@ -429,8 +416,7 @@ fn a_buffer_is_imported_once_per_npu_context() {
     // Once every tensor over it is gone, the buffer is imported afresh.
     drop((r, second));
     let live0 = counter("npu.live_allocations");
-    let again =
-        s.npu.dma_buf_tensor(mem.export_dma_buf().unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input);
+    let again = s.npu.import(mem.export_dma_buf().unwrap(), ElementType::F32, [1, 1024], TensorType::Input);
     assert_eq!(counter("npu.imports.dma_buf"), imports0 + 2, "a new import after the first was freed");
     drop(again.unwrap());
     assert_eq!(counter("npu.live_allocations"), live0);
@@ -463,13 +449,7 @@ fn threads_importing_one_buffer_share_one_import() {
                 for i in 0..100 {
                     let ta = s
                         .npu
-                        .dma_buf_tensor(
-                            dup_fd(fd.as_fd()).unwrap(),
-                            4096,
-                            ElementType::F32,
-                            [1, 1024],
-                            TensorType::Input,
-                        )
+                        .import(dup_fd(fd.as_fd()).unwrap(), ElementType::F32, [1, 1024], TensorType::Input)
                         .unwrap();
                     r.set_input_tensor(0, &ta).unwrap();
                     r.infer().unwrap_or_else(|e| panic!("thread {t}, iteration {i}: {e}"));
@@ -497,25 +477,31 @@ fn input_cpu_va_tensors_are_read_only_for_the_npu_and_cannot_be_outputs() {
     // Made for an input: the plugin imports it write-combined, which the NPU maps read-only.
     let input = s
         .npu
-        .cpu_va_tensor(PageAlignedBuffer::from_slice(&a).unwrap(), ElementType::F32, [1, 1024], TensorType::Input)
+        .import(PageAlignedBuffer::from_slice(&a).unwrap(), ElementType::F32, [1, 1024], TensorType::Input)
         .unwrap();
     assert!(input.is_read_only_for_device());
     let mut r = s.request();
     for e in [r.set_output_tensor(0, &input).unwrap_err(), r.set_tensor(&s.m.outputs[1].name, &input).unwrap_err()] {
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
-        assert!(e.to_string().contains("read-only") && e.to_string().contains("TensorType::Output"), "{e}");
+        assert!(format!("{e:#}").contains("read-only") && format!("{e:#}").contains("TensorType::Output"), "{e}");
     }
     // A tensor reusing that import (a CPU_VA tensor at its start) is read-only too.
     let va = input.params().unwrap().mem_handle;
     let keep: KeepAlive = Arc::new(input.clone());
     // SAFETY: va is the start of the input tensor's 4096-byte buffer, kept alive by `keep`.
-    let alias =
-        unsafe { s.npu.cpu_va_tensor_from_raw(va, 4096, Some(keep), ElementType::F32, [1, 1024], TensorType::Binded) }
-            .unwrap();
+    let alias = unsafe {
+        s.npu.import(
+            RawMemory::new(va.cast(), 4096, Some(keep)).unwrap(),
+            ElementType::F32,
+            [1, 1024],
+            TensorType::Binded,
+        )
+    }
+    .unwrap();
     assert!(alias.is_read_only_for_device(), "it reuses the read-only import");
     assert_eq!(r.set_output_tensor(1, &alias).unwrap_err().kind(), &ErrorKind::InvalidArgument);
     // As inputs they work; outputs made for outputs are writable.
-    let out = |tt| s.npu.cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], tt).unwrap();
+    let out = |tt| s.npu.import(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], tt).unwrap();
     let (sum, prod) = (out(TensorType::Output), out(TensorType::Binded));
     assert!(!sum.is_read_only_for_device() && !prod.is_read_only_for_device());
     r.set_input_tensor(0, &input).unwrap();
@@ -540,9 +526,9 @@ fn bad_fds_are_typed_errors_without_leaks() {
     // An fd number that is not open.
     // SAFETY: deliberately wrapping a number that is not an open fd (the API must not close it).
     let bogus = unsafe { OwnedFd::from_raw_fd(1_000_000) };
-    let e = s.npu.dma_buf_tensor(bogus, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap_err();
+    let e = s.npu.import(bogus, ElementType::F32, [1, 1024], TensorType::Input).unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
-    assert!(e.to_string().contains("not an open file descriptor"), "{e}");
+    assert!(format!("{e:#}").contains("not an open file descriptor"), "{e}");
 
     // A closed fd (closed by its owner, then handed over by number).
     let g = gpu();
@@ -556,43 +542,30 @@ fn bad_fds_are_typed_errors_without_leaks() {
         // SAFETY: as above: a number that is not open; the API forgets it.
         let e = s
             .npu
-            .dma_buf_tensor(
-                unsafe { OwnedFd::from_raw_fd(closed) },
-                4096,
-                ElementType::F32,
-                [1, 1024],
-                TensorType::Input,
-            )
+            .import(unsafe { OwnedFd::from_raw_fd(closed) }, ElementType::F32, [1, 1024], TensorType::Input)
             .unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
     }
 
     // Something that is not a dma-buf: a pipe has no size.
     let (rd, wr) = std::io::pipe().unwrap();
-    let e = s.npu.dma_buf_tensor(rd.into(), 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap_err();
+    let e = s.npu.import(std::os::fd::OwnedFd::from(rd), ElementType::F32, [1, 1024], TensorType::Input).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Size { needed: 4096, available: 0 }), "{e:?}");
     drop(wr);
 
     // A dma-buf smaller than the tensor.
     let (_small, small_fd) = g.exported(4096, None);
-    let e = s.npu.dma_buf_tensor(small_fd, 8192, ElementType::F32, [1, 2048], TensorType::Input).unwrap_err();
-    assert!(matches!(e.kind(), ErrorKind::Size { needed: 8192, available: 4096 }), "{e:?}");
-    // byte_len smaller than the tensor.
-    let (_m2, fd2) = g.exported(8192, None);
-    let e = s.npu.dma_buf_tensor(fd2, 4096, ElementType::F32, [1, 2048], TensorType::Input).unwrap_err();
+    let e = s.npu.import(small_fd, ElementType::F32, [1, 2048], TensorType::Input).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Size { needed: 8192, available: 4096 }), "{e:?}");
 
-    drop((_mem, _small, _m2, g));
+    drop((_mem, _small, g));
     assert_eq!(counter("npu.imports.dma_buf"), imports0, "nothing reached the driver");
     assert_eq!(open_fds(), fds0, "every fd handed over was closed exactly once (or never opened)");
 
     // dup_fd keeps the caller's fd.
     let g = gpu();
     let (_m3, mine) = g.exported(4096, None);
-    let t = s
-        .npu
-        .dma_buf_tensor(dup_fd(mine.as_fd()).unwrap(), 4096, ElementType::F32, [1, 1024], TensorType::Input)
-        .unwrap();
+    let t = s.npu.import(dup_fd(mine.as_fd()).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     drop(t);
     // SAFETY: fcntl on our own open fd.
     assert_ne!(unsafe { libc::fcntl(mine.as_raw_fd(), libc::F_GETFD) }, -1, "our fd is still open");
@@ -610,14 +583,14 @@ fn bad_cpu_va_memory_is_rejected_before_openvino() {
     // Byte size not a page multiple: 1000 f32 = 4000 bytes.
     let e = s
         .npu
-        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1000], TensorType::Input)
+        .import(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1000], TensorType::Input)
         .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Alignment { what: Aligned::CpuVaByteSize, required: 4096, actual: 4000 }, "{e}");
 
     // Buffer smaller than the tensor.
     let e = s
         .npu
-        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 2048], TensorType::Input)
+        .import(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 2048], TensorType::Input)
         .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Size { needed: 8192, available: 4096 }, "{e}");
 
@@ -626,15 +599,22 @@ fn bad_cpu_va_memory_is_rejected_before_openvino() {
     // SAFETY: 64 bytes into a 12 KiB buffer that outlives the (failed) call.
     let p = unsafe { buf.as_mut_ptr().cast::<u8>().add(64) }.cast::<c_void>();
     // SAFETY: p is valid for 8192 bytes; nothing is created (the call fails before OpenVINO).
-    let e = unsafe { s.npu.cpu_va_tensor_from_raw(p, 8192, None, ElementType::F32, [1, 1024], TensorType::Input) }
-        .unwrap_err();
+    let e = unsafe {
+        s.npu.import(RawMemory::new(p.cast(), 8192, None).unwrap(), ElementType::F32, [1, 1024], TensorType::Input)
+    }
+    .unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Alignment { what: Aligned::CpuVaPointer, required: 4096, .. }), "{e}");
-    assert!(e.to_string().contains("4096"), "{e}");
+    assert!(format!("{e:#}").contains("4096"), "{e}");
 
     // byte_len smaller than the tensor.
     // SAFETY: as above.
     let e = unsafe {
-        s.npu.cpu_va_tensor_from_raw(buf.as_mut_ptr(), 2048, None, ElementType::F32, [1, 1024], TensorType::Input)
+        s.npu.import(
+            RawMemory::new(buf.as_mut_ptr().cast(), 2048, None).unwrap(),
+            ElementType::F32,
+            [1, 1024],
+            TensorType::Input,
+        )
     }
     .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Size { needed: 4096, available: 2048 }, "{e}");
@@ -642,7 +622,7 @@ fn bad_cpu_va_memory_is_rejected_before_openvino() {
     // Element types without a fixed size, and empty shapes.
     let e = s
         .npu
-        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::Dynamic, [1, 1024], TensorType::Input)
+        .import(PageAlignedBuffer::new(4096).unwrap(), ElementType::Dynamic, [1, 1024], TensorType::Input)
         .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::ElementType, "{e}");
     let e = s.npu.l0_host_tensor(ElementType::F32, [0, 1024], TensorType::Input).unwrap_err();
@@ -694,7 +674,7 @@ fn thousand_create_bind_infer_drop_cycles_leak_nothing() {
         }
         let ta = in_place_input(&s.npu, &a, [1, 1024]);
         let (_mem_b, fd_b) = g.exported(4096, Some(&b));
-        let tb = s.npu.dma_buf_tensor(fd_b, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+        let tb = s.npu.import(fd_b, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
         let tsum = s.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
         let tprod = PageAlignedBuffer::new(4096).unwrap().into_tensor(ElementType::F32, [1, 1024]).unwrap();
         request.set_input_tensor(0, &ta).unwrap();
@@ -739,10 +719,8 @@ fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refu
     // Inside the allocation: the plugin would read from the allocation's start. Refused.
     // SAFETY: in bounds of the 8 KiB allocation owned by `keep`; the call fails before OpenVINO.
     let e = unsafe {
-        s.npu.cpu_va_tensor_from_raw(
-            va.add(4096).cast(),
-            4096,
-            Some(keep.clone()),
+        s.npu.import(
+            RawMemory::new(va.add(4096), 4096, Some(keep.clone())).unwrap(),
             ElementType::F32,
             [1, 1024],
             TensorType::Input,
@@ -750,14 +728,12 @@ fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refu
     }
     .unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e}");
-    assert!(e.to_string().contains("lies inside (not at the start of) an existing allocation"), "{e}");
+    assert!(format!("{e:#}").contains("lies inside (not at the start of) an existing allocation"), "{e}");
     // Larger than the allocation.
     // SAFETY: as above.
     let e = unsafe {
-        s.npu.cpu_va_tensor_from_raw(
-            va.cast(),
-            1 << 20,
-            Some(keep.clone()),
+        s.npu.import(
+            RawMemory::new(va.cast(), 1 << 20, Some(keep.clone())).unwrap(),
             ElementType::F32,
             [1, 4096],
             TensorType::Input,
@@ -769,7 +745,12 @@ fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refu
     // At its start: reused (no import), and the inference reads the right bytes.
     // SAFETY: the first 4096 bytes of the allocation `keep` (the L0 tensor) owns.
     let ta = unsafe {
-        s.npu.cpu_va_tensor_from_raw(va.cast(), 8192, Some(keep), ElementType::F32, [1, 1024], TensorType::Input)
+        s.npu.import(
+            RawMemory::new(va.cast(), 8192, Some(keep)).unwrap(),
+            ElementType::F32,
+            [1, 1024],
+            TensorType::Input,
+        )
     }
     .unwrap();
     assert_eq!(counter("npu.imports.sysmem"), sysmem0, "no import: the plugin reuses its own allocation");
@@ -811,9 +792,15 @@ fn driver_failures_surface_as_errors_and_release_the_memory() {
     let keep: KeepAlive = Arc::new(Owner(drops.clone(), buf));
     vp().inject_fault("zeMemAllocHost", 1, 0x7000_0002).unwrap();
     // SAFETY: p is the page-aligned 4096-byte buffer owned by `keep`.
-    let e =
-        unsafe { s.npu.cpu_va_tensor_from_raw(p, 4096, Some(keep), ElementType::F32, [1, 1024], TensorType::Input) }
-            .unwrap_err();
+    let e = unsafe {
+        s.npu.import(
+            RawMemory::new(p.cast(), 4096, Some(keep)).unwrap(),
+            ElementType::F32,
+            [1, 1024],
+            TensorType::Input,
+        )
+    }
+    .unwrap_err();
     vp().clear_faults();
     if s.npu.capabilities().sysmem_import {
         assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "{e:?}");

@@ -37,10 +37,10 @@ use npu_sycl_bridge::level_zero::{self, sys, DeviceType, Driver, INTEL_NPU_DRIVE
 use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
-use npu_sycl_bridge::strategy::{Auto, CardPath, CpuVa, DmaBuf, NpuToSycl, SharedSystem, Strategy, StrategyKind};
+use npu_sycl_bridge::strategy::{Auto, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, Platform, UsmKind};
 use npu_sycl_bridge::virtual_platform::{self, Selection, VirtualPlatform};
-use npu_sycl_bridge::{Error, ErrorKind};
+use npu_sycl_bridge::{Error, ErrorKind, Path};
 
 // ---- a small JSON writer (keeps the binary free of serde) --------------------------------------
 
@@ -396,11 +396,11 @@ fn classify(e: &Error) -> Status {
 impl Bench<'_> {
     fn build(&self, kind: StrategyKind, usm: UsmKind) -> Result<Strategy, Error> {
         Ok(match kind {
-            StrategyKind::CardPath => Strategy::CardPath(CardPath::from_npu(self.npu)?),
-            StrategyKind::DmaBuf => Strategy::DmaBuf(DmaBuf::new(self.npu, self.context, self.gpu)?),
-            StrategyKind::CpuVa => Strategy::CpuVa(CpuVa::new(self.npu, self.context, self.gpu, usm)?),
-            StrategyKind::SharedSystem => Strategy::SharedSystem(SharedSystem::new(self.npu, self.context, self.gpu)?),
-            StrategyKind::NpuToSycl => Strategy::NpuToSycl(NpuToSycl::new(self.npu, self.context, self.gpu)?),
+            StrategyKind::CardPath => Strategy::card_path(self.npu.level_zero_context(), self.npu)?,
+            StrategyKind::DmaBuf => Strategy::new(StrategyKind::DmaBuf, self.npu, self.context, self.gpu)?,
+            StrategyKind::CpuVa => Strategy::cpu_va(self.npu, self.context, self.gpu, usm)?,
+            StrategyKind::SharedSystem => Strategy::new(StrategyKind::SharedSystem, self.npu, self.context, self.gpu)?,
+            StrategyKind::NpuToSycl => Strategy::new(StrategyKind::NpuToSycl, self.npu, self.context, self.gpu)?,
         })
     }
 
@@ -410,11 +410,11 @@ impl Bench<'_> {
         let row = |status, zero_copy, detail: String| StrategyRow { kind, variant, status, zero_copy, detail };
         let strategy = match self.build(kind, usm) {
             Ok(s) => s,
-            Err(e) => return row(classify(&e), None, e.to_string()),
+            Err(e) => return row(classify(&e), None, format!("{e:#}")),
         };
         match self.infer(&strategy) {
             Ok((zero_copy, evidence)) => row(Status::Works, Some(zero_copy), evidence),
-            Err(e) => row(classify(&e), None, e.to_string()),
+            Err(e) => row(classify(&e), None, format!("{e:#}")),
         }
     }
 
@@ -424,7 +424,7 @@ impl Bench<'_> {
         let mut inputs = Vec::new();
         for (i, d) in m.inputs.iter().enumerate() {
             let mut t = strategy.tensor(d.element_type, d.shape.clone(), TensorType::Input)?;
-            t.write(strategy.queue(), 0, &m.sample_input(i))?;
+            t.write(0, &m.sample_input(i))?;
             inputs.push(t);
         }
         let outputs = m
@@ -449,7 +449,7 @@ impl Bench<'_> {
             d
         });
         for (i, t) in outputs.iter().enumerate() {
-            let got: Vec<u8> = t.read_to_vec(strategy.queue())?;
+            let got: Vec<u8> = t.read_to_vec()?;
             m.compare(i, &self.cpu[i], &got).map_err(|e| {
                 Error::new(ErrorKind::InvalidArgument, format!("the NPU's output differs from the CPU plugin's: {e}"))
             })?;
@@ -583,7 +583,10 @@ fn gather(force_virtual: bool) -> Result<Report> {
             .into_iter()
             .find(|d| d.is_level_zero() && d.device_type == sycl::DeviceType::Gpu)
             .ok_or_else(|| {
-                Error::unsupported(Path::Sycl, "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's")
+                Error::unsupported(
+                    Path::Sycl,
+                    "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's",
+                )
             })?;
         let context = sycl::Context::new(&gpu)?;
         Ok(Setup { _core: core, compiled, npu, cpu, gpu, context })
@@ -607,7 +610,7 @@ fn gather(force_virtual: bool) -> Result<Report> {
             }
             auto = Some(match Auto::select(&npu, &context, &gpu) {
                 Ok(a) => AutoInfo { chosen: Ok(a.kind()), report: a.decision().to_string() },
-                Err(e) => AutoInfo { chosen: Err(e.to_string()), report: e.to_string() },
+                Err(e) => AutoInfo { chosen: Err(e.to_string()), report: format!("{e:#}") },
             });
         }
         Err(e) => {

@@ -62,12 +62,10 @@ mod generation;
 mod imports;
 mod tensors;
 
-// For the sharing strategies (feature `sycl`), which size their allocations as these paths do.
-#[cfg(feature = "sycl")]
+// For the memory kinds, the pool and the sharing strategies, which check and size as these paths do.
 pub(crate) use self::buffer::round_up_to_page;
 pub use self::buffer::{PageAlignedBuffer, PAGE_SIZE};
 pub use self::context::{NpuCapabilities, NpuContext};
 pub use self::generation::LaptopGeneration;
-#[cfg(feature = "sycl")]
 pub(crate) use self::tensors::{check_open, fd_buffer, tensor_bytes};
 pub use crate::level_zero::dup_fd;

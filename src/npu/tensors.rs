@@ -74,7 +74,7 @@ impl NpuContext {
     }
 
     /// **The one way to hand memory to the NPU**: imports `memory` (any [`NpuMemory`]: a
-    /// [`PageAlignedBuffer`], a dma-buf [`OwnedFd`], a [`L0Allocation`](crate::level_zero::L0Allocation),
+    /// [`PageAlignedBuffer`](super::PageAlignedBuffer), a dma-buf [`OwnedFd`](std::os::fd::OwnedFd), a [`L0Allocation`](crate::level_zero::L0Allocation),
     /// SYCL USM or exportable device memory, or `unsafe` [`RawMemory`](crate::memory::RawMemory))
     /// as a remote tensor of `element_type` and `shape`, zero-copy. The tensor takes the memory and
     /// keeps it alive until OpenVINO freed the tensor and every request that bound it let go of it;
@@ -129,9 +129,7 @@ impl NpuContext {
                 // guarantees it: an owned mapping or allocation, or RawMemory's contract), which the
                 // tensor keeps alive; the memory was moved into `owner`, so it is reached only
                 // through the tensor's checked views (or, for non-exclusive kinds, not at all).
-                unsafe {
-                    self.import_host(ptr.as_ptr().cast(), len, Some(owner), element_type, shape, tensor_type)
-                }?
+                unsafe { self.import_host(ptr.as_ptr().cast(), len, Some(owner), element_type, shape, tensor_type) }?
             }
             Region::DmaBuf { fd, len } => {
                 self.import_dma_buf(fd, len, element_type, shape, tensor_type, vec![owner], exclusive)?
@@ -323,9 +321,8 @@ impl NpuContext {
                 // SAFETY: live.va is the driver's mapping of the whole buffer (live.len bytes),
                 // valid while the first import lives, which `owner` keeps alive; host views are
                 // disabled below, and the caller's other accesses go through the exporter.
-                let mut tensor = unsafe {
-                    self.import_host(live.va, live.len, Some(owner), element_type, shape, tensor_type)
-                }?;
+                let mut tensor =
+                    unsafe { self.import_host(live.va, live.len, Some(owner), element_type, shape, tensor_type) }?;
                 tensor.exclusive_memory = false;
                 Ok(tensor)
             }
@@ -427,7 +424,7 @@ impl RemoteTensor {
     /// mapping of an imported dma-buf: host-visible in every case).
     ///
     /// Only for tensors whose memory is reached through the tensor alone: L0 host tensors, CPU_VA
-    /// tensors over a moved-in [`PageAlignedBuffer`], the strategies' shared tensors. A tensor from
+    /// tensors over a moved-in [`PageAlignedBuffer`](super::PageAlignedBuffer), the strategies' shared tensors. A tensor from
     /// [`NpuContext::import`] of a caller's dma-buf fd has none: its exporter can write the pages under the view.
     ///
     /// Like [`Tensor::data`](crate::openvino::Tensor::data): the view cannot be taken while an

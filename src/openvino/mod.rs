@@ -51,15 +51,17 @@ pub(crate) mod tensor;
 pub use self::compiled_model::CompiledModel;
 pub use self::core::{Core, DeviceVersion};
 pub use self::element_type::{Element, ElementType, F16};
-pub use self::infer_request::{Bindable, InferRequest};
+#[cfg(feature = "sycl")]
 pub(crate) use self::infer_request::sealed::Sealed as BindableSealed;
-pub(crate) use self::tensor::TensorHandle;
+pub use self::infer_request::{Bindable, InferRequest};
 pub use self::library::{library_path, load, OPENVINO_C_ENV};
 pub use self::model::{Model, PortInfo};
 pub use self::properties::{parse_params, Properties};
 pub use self::remote_context::RemoteContext;
 pub use self::remote_tensor::{MemType, RemoteTensor, RemoteTensorParams, TensorType};
 pub use self::shape::Shape;
+#[cfg(feature = "sycl")]
+pub(crate) use self::tensor::TensorHandle;
 pub use self::tensor::{Tensor, TensorBytes, TensorBytesMut, TensorData, TensorDataMut};
 
 /// Keeps something alive for as long as a tensor (or anything else holding it) lives: an owner of

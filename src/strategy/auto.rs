@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::{Strategy, StrategyKind};
 use crate::error::{Error, Path, Result};
 use crate::npu::NpuContext;
+use crate::openvino::CompiledModel;
 use crate::sycl;
 
 /// **Auto**: tries every strategy on this machine and uses the best one that works.
@@ -126,6 +127,27 @@ impl Auto {
                 Err(Error::unsupported(Path::Auto, "no SYCL ⇄ NPU sharing strategy works here").explain(why.join("; ")))
             }
         }
+    }
+
+    /// [`select`](Self::select) for the NPU context of `compiled` (a model compiled for the NPU)
+    /// and the first Level Zero GPU SYCL lists (the iGPU), in a new SYCL context of its own.
+    ///
+    /// # Errors
+    /// [`Unsupported { path: Sycl }`](crate::ErrorKind::Unsupported) when SYCL lists no Level
+    /// Zero GPU; the errors of [`NpuContext::from_compiled_model`] and [`select`](Self::select).
+    pub fn for_model(compiled: &CompiledModel) -> Result<Auto> {
+        let npu = NpuContext::from_compiled_model(compiled)?;
+        let gpu = sycl::devices()?
+            .into_iter()
+            .find(|d| d.is_level_zero() && d.device_type == sycl::DeviceType::Gpu)
+            .ok_or_else(|| {
+                Error::unsupported(Path::Sycl, "SYCL lists no Level Zero GPU").explain(
+                    "every strategy shares memory of the iGPU's Level Zero driver; check ONEAPI_DEVICE_SELECTOR and \
+                     that the GPU's Level Zero driver is installed (npu-sycl-doctor shows what is found)",
+                )
+            })?;
+        let context = sycl::Context::new(&gpu)?;
+        Self::select(&npu, &context, &gpu)
     }
 
     /// Every strategy in [`ORDER`](Self::ORDER), constructed and [probed](Strategy::probe): the

@@ -62,7 +62,10 @@ pub(super) fn open(
     if devices.is_empty() {
         return Err(Error::unsupported(
             Path::CardPath,
-            format!("SYCL platform '{}' wraps the context's Level Zero driver but lists no GPU device of it", platform.name),
+            format!(
+                "SYCL platform '{}' wraps the context's Level Zero driver but lists no GPU device of it",
+                platform.name
+            ),
         )
         .explain(format!(
             "driver {:p}; use the dma-buf strategy or the CPU_VA strategy with a SYCL context of your GPU instead",

@@ -4,8 +4,8 @@
 //!
 //! A [`Strategy`] is data: which way ([`StrategyKind`]), the NPU context, the SYCL queue (and so
 //! context) and device. Every strategy produces a [`SharedTensor`]: the SYCL memory (or, for
-//! `NpuToSycl`, the plugin's memory), the NPU [`RemoteTensor`](crate::openvino::RemoteTensor) over
-//! it (made by the one import call, [`NpuContext::import`]), and the queue its SYCL copies use.
+//! `NpuToSycl`, the plugin's memory), the NPU [`RemoteTensor`] over
+//! it (made by the one import call, [`NpuContext::import`](crate::npu::NpuContext::import)), and the queue its SYCL copies use.
 //! A program's own SYCL memory becomes a shared tensor the same way, without a strategy:
 //! `SharedTensor::new(&queue, npu.import(usm, ..)?)`.
 //!

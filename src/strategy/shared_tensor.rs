@@ -171,7 +171,7 @@ impl SharedTensor {
     /// # Errors
     /// [`Unsupported { path: NpuToSyclZeroCopy }`](crate::ErrorKind::Unsupported) for `NpuToSycl`
     /// tensors (the memory is not SYCL memory; use [`copy_from`](Self::copy_from) /
-    /// [`copy_to`](Self::copy_to)); [`InvalidArgument`](ErrorKind::InvalidArgument) while an
+    /// [`copy_to`](Self::copy_to)); [`InvalidArgument`](crate::ErrorKind::InvalidArgument) while an
     /// inference uses the tensor or a view of it is alive.
     pub fn sycl_mut(&mut self) -> Result<SyclAccess<'_>> {
         if !self.is_zero_copy() {
@@ -198,7 +198,7 @@ impl SharedTensor {
     /// For the zero-copy strategies this writes the very bytes the NPU reads.
     ///
     /// # Errors
-    /// [`Size`](ErrorKind::Size) past the tensor's end; [`InvalidArgument`](ErrorKind::InvalidArgument)
+    /// [`Size`](crate::ErrorKind::Size) past the tensor's end; [`InvalidArgument`](crate::ErrorKind::InvalidArgument)
     /// while an inference uses the tensor; SYCL errors.
     pub fn write<T: Pod>(&mut self, byte_offset: usize, data: &[T]) -> Result<()> {
         let bytes = size_of_val(data);
@@ -361,7 +361,6 @@ impl SyclMemory for SyclAccess<'_> {
         self.context
     }
 }
-
 
 impl BindableSealed for SharedTensor {
     fn handle(&self) -> &Arc<TensorHandle> {

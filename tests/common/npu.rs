@@ -11,7 +11,7 @@ use npu_sycl_bridge::openvino::{
     CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType,
 };
 use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
-use npu_sycl_bridge::ErrorKind;
+use npu_sycl_bridge::{ErrorKind, Path};
 
 use super::cpu_properties;
 
@@ -61,11 +61,9 @@ pub fn imports_user_memory(npu: &NpuContext) -> bool {
     if caps.sysmem_import {
         return true;
     }
-    let e = npu
-        .cpu_va_tensor(PageAlignedBuffer::new(4096).unwrap(), ElementType::U8, [4096], TensorType::Input)
-        .unwrap_err();
+    let e = npu.import(PageAlignedBuffer::new(4096).unwrap(), ElementType::U8, [4096], TensorType::Input).unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e}");
-    assert!(e.to_string().contains("STANDARD_ALLOCATION") && e.to_string().contains("dma-buf"), "{e}");
+    assert!(format!("{e:#}").contains("STANDARD_ALLOCATION") && format!("{e:#}").contains("dma-buf"), "{e}");
     let laptop = caps.generation.map_or("an unknown NPU".to_string(), |g| format!("{g} ({})", g.npu_family()));
     eprintln!("{laptop} imports no user memory: checked that CPU_VA is refused instead ({e})");
     false
@@ -76,7 +74,7 @@ pub fn imports_user_memory(npu: &NpuContext) -> bool {
 pub fn in_place_input(npu: &NpuContext, bytes: &[u8], shape: [usize; 2]) -> RemoteTensor {
     if npu.capabilities().sysmem_import {
         let buf = PageAlignedBuffer::from_slice(bytes).unwrap();
-        return npu.cpu_va_tensor(buf, ElementType::F32, shape, TensorType::Input).unwrap();
+        return npu.import(buf, ElementType::F32, shape, TensorType::Input).unwrap();
     }
     let mut t = npu.l0_host_tensor(ElementType::F32, shape, TensorType::Input).unwrap();
     t.host_bytes_mut().unwrap().copy_from_slice(bytes);

@@ -5,7 +5,7 @@ use npu_sycl_bridge::openvino::{ElementType, TensorType};
 
 fn make(npu: &NpuContext) {
     let mut buf = PageAlignedBuffer::new(4096).unwrap();
-    let _t = npu.cpu_va_tensor(buf, ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+    let _t = npu.import(buf, ElementType::F32, [1, 1024], TensorType::Output).unwrap();
     buf.as_mut_slice::<f32>()[0] = 1.0;
 }
 

@@ -1,4 +1,4 @@
-// dma_buf_tensor takes the fd by value: the caller cannot close or reuse it afterwards (the tensor
+// NpuContext::import takes a dma-buf fd by value: the caller cannot close or reuse it afterwards (the tensor
 // closes it exactly once). Use npu::dup_fd to keep a copy.
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -6,7 +6,7 @@ use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{ElementType, TensorType};
 
 fn make(npu: &NpuContext, fd: OwnedFd) {
-    let _t = npu.dma_buf_tensor(fd, 4096, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+    let _t = npu.import(fd, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     println!("{}", fd.as_raw_fd());
 }
 

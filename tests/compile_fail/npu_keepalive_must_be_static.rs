@@ -2,14 +2,14 @@
 // for a tensor that OpenVINO may hold after the borrow ends (intel/openvino-rs#125).
 use std::sync::Arc;
 
+use npu_sycl_bridge::memory::RawMemory;
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{ElementType, KeepAlive, TensorType};
 
 fn make(npu: &NpuContext, memory: &[u8]) {
     let keep: KeepAlive = Arc::new(&*memory);
-    let _t = unsafe {
-        npu.cpu_va_tensor_from_raw(memory.as_ptr().cast_mut().cast(), memory.len(), Some(keep), ElementType::F32, [1, 1024], TensorType::Input)
-    };
+    let raw = unsafe { RawMemory::new(memory.as_ptr().cast_mut(), memory.len(), Some(keep)) }.unwrap();
+    let _t = npu.import(raw, ElementType::F32, [1, 1024], TensorType::Input);
 }
 
 fn main() {}
