@@ -158,6 +158,10 @@ pub(crate) mod sealed {
         /// Whether, once the memory is moved into a tensor, nothing but the tensor can write it:
         /// then the tensor may have host views.
         fn exclusive(&self) -> bool;
+        /// The Level Zero context the memory was allocated in, for Level Zero allocations.
+        fn level_zero_context(&self) -> Option<usize> {
+            None
+        }
         /// Checks made before the memory is wrapped (an fd that is not open).
         fn check(&self) -> Result<()> {
             Ok(())
@@ -244,6 +248,9 @@ impl sealed::Sealed for L0Allocation {
     fn exclusive(&self) -> bool {
         // Device memory is reached through an export that the program could also make.
         self.kind().is_host_accessible()
+    }
+    fn level_zero_context(&self) -> Option<usize> {
+        Some(self.context().as_raw() as usize)
     }
 }
 impl NpuMemory for L0Allocation {

@@ -120,6 +120,18 @@ impl NpuContext {
         shape: Shape,
         tensor_type: TensorType,
     ) -> Result<RemoteTensor> {
+        if memory.level_zero_context() == Some(self.level_zero_context().as_raw() as usize) {
+            return Err(Error::unsupported(
+                Path::CpuVa,
+                "the allocation belongs to the NPU plugin's own Level Zero context",
+            )
+            .explain(
+                "OpenVINO's NPU plugin does not import memory of its own context: it reuses only allocations it \
+                     made itself (L0 host tensors, its earlier imports) and refuses others. Use \
+                     NpuContext::l0_host_tensor for memory of the plugin's context, or allocate in a GPU context and \
+                     export a dma-buf",
+            ));
+        }
         let region = memory.region()?;
         let exclusive = memory.exclusive();
         let owner: KeepAlive = memory.clone();
@@ -129,7 +141,21 @@ impl NpuContext {
                 // guarantees it: an owned mapping or allocation, or RawMemory's contract), which the
                 // tensor keeps alive; the memory was moved into `owner`, so it is reached only
                 // through the tensor's checked views (or, for non-exclusive kinds, not at all).
-                unsafe { self.import_host(ptr.as_ptr().cast(), len, Some(owner), element_type, shape, tensor_type) }?
+                unsafe { self.import_host(ptr.as_ptr().cast(), len, Some(owner), element_type, shape, tensor_type) }
+                    .map_err(|e| match memory.memory_kind() {
+                        kind @ crate::memory::MemoryKind::LevelZero(_)
+                            if matches!(e.kind(), ErrorKind::OpenVino { .. }) =>
+                        {
+                            gpu_usm_not_pinnable(kind, e)
+                        }
+                        #[cfg(feature = "sycl")]
+                        kind @ crate::memory::MemoryKind::SyclUsm(_)
+                            if matches!(e.kind(), ErrorKind::OpenVino { .. }) =>
+                        {
+                            gpu_usm_not_pinnable(kind, e)
+                        }
+                        _ => e,
+                    })?
             }
             Region::DmaBuf { fd, len } => {
                 self.import_dma_buf(fd, len, element_type, shape, tensor_type, vec![owner], exclusive)?
@@ -353,6 +379,21 @@ impl NpuContext {
             }
         }
     }
+}
+
+/// The NPU driver refused to import GPU-driver USM (SYCL or Level Zero host/shared memory of a GPU
+/// context). On Intel laptops compute-runtime backs that memory with a CPU mapping of GPU buffer
+/// objects (`drm_memory_manager.cpp` `createAllocWithAlignment`, mmap of the DRM fd), which the
+/// NPU's kernel driver cannot pin (`pin_user_pages(FOLL_LONGTERM)` refuses `VM_PFNMAP|VM_IO`).
+fn gpu_usm_not_pinnable(kind: crate::memory::MemoryKind, cause: Error) -> Error {
+    Error::unsupported(Path::CpuVa, format!("the NPU driver could not import this {kind:?} memory as system memory"))
+        .explain(
+            "Intel's GPU driver maps host and shared USM from GPU buffer objects, which the NPU's kernel driver \
+             cannot pin. Zero-copy works with GPU memory handed over as a dma-buf (SYCL exportable device memory, \
+             a Level Zero exportable allocation: the dma-buf strategy, what Auto picks); CPU_VA works with ordinary \
+             page-aligned process memory (PageAlignedBuffer, the SharedSystem strategy) that SYCL copies into",
+        )
+        .with_source(cause)
 }
 
 impl DmaBufFd {

@@ -94,7 +94,7 @@ use std::sync::Arc;
 pub use self::auto::{Auto, AutoDecision};
 pub use self::shared_tensor::{SharedTensor, SyclAccess};
 
-use crate::error::{Error, ErrorKind, Path, Result};
+use crate::error::{Error, Path, Result};
 use crate::level_zero;
 use crate::npu::{self, NpuContext, PageAlignedBuffer, PAGE_SIZE};
 use crate::openvino::{ElementType, RemoteTensor, Shape, TensorType};
@@ -126,7 +126,7 @@ impl StrategyKind {
         StrategyKind::NpuToSycl,
     ];
 
-    /// The [`Path`] of its [`Unsupported`](ErrorKind::Unsupported) errors.
+    /// The [`Path`] of its [`Unsupported`](crate::ErrorKind::Unsupported) errors.
     pub fn path(self) -> Path {
         match self {
             StrategyKind::CardPath => Path::CardPath,
@@ -180,7 +180,7 @@ impl Strategy {
     /// [`card_path`](Self::card_path)).
     ///
     /// # Errors
-    /// [`Unsupported`](ErrorKind::Unsupported) with the strategy's [`path`](StrategyKind::path)
+    /// [`Unsupported`](crate::ErrorKind::Unsupported) with the strategy's [`path`](StrategyKind::path)
     /// where the drivers cannot do it (the explanation says why and what works instead).
     pub fn new(
         kind: StrategyKind,
@@ -215,8 +215,8 @@ impl Strategy {
     /// The CPU_VA strategy with USM of kind `usm` (host or shared).
     ///
     /// # Errors
-    /// [`InvalidArgument`](ErrorKind::InvalidArgument) for device USM (no CPU address);
-    /// [`Unsupported`](ErrorKind::Unsupported) `{ path: CpuVa }` where the NPU driver cannot
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for device USM (no CPU address);
+    /// [`Unsupported`](crate::ErrorKind::Unsupported) `{ path: CpuVa }` where the NPU driver cannot
     /// import system memory.
     pub fn cpu_va(
         npu: &NpuContext,
@@ -243,7 +243,7 @@ impl Strategy {
     /// lists (a GPU's) it runs to the end.
     ///
     /// # Errors
-    /// [`Unsupported`](ErrorKind::Unsupported) `{ path: CardPath }` with the reason.
+    /// [`Unsupported`](crate::ErrorKind::Unsupported) `{ path: CardPath }` with the reason.
     pub fn card_path(l0_context: &Arc<level_zero::Context>, npu: &NpuContext) -> Result<Strategy> {
         let (context, device) = card_path::open(l0_context, npu)?;
         let mut s = Self::make(StrategyKind::CardPath, npu, &context, &device, UsmKind::Shared, true)?;
@@ -313,7 +313,7 @@ impl Strategy {
     ///
     /// # Errors
     /// SYCL allocation errors and the import errors of [`NpuContext::import`]; for the USM
-    /// strategies an [`Unsupported`](ErrorKind::Unsupported) `{ path: CpuVa }` when the NPU
+    /// strategies an [`Unsupported`](crate::ErrorKind::Unsupported) `{ path: CpuVa }` when the NPU
     /// cannot pin the GPU driver's USM.
     pub fn tensor(
         &self,
@@ -328,11 +328,6 @@ impl Strategy {
             StrategyKind::CardPath | StrategyKind::CpuVa => {
                 let buf = UsmBuffer::new(context, &self.device, self.usm, len, PAGE_SIZE)?;
                 let tensor = self.npu.import(buf, element_type, shape, tensor_type).map_err(|e| {
-                    let e = if matches!(e.kind(), ErrorKind::OpenVino { .. }) {
-                        gpu_usm_not_pinnable(self.usm, e)
-                    } else {
-                        e
-                    };
                     if self.kind == StrategyKind::CardPath {
                         e.context("card path: the NPU's CPU_VA import of the shared USM")
                     } else {
@@ -454,19 +449,4 @@ fn shared_system_not_reached() -> Error {
          memcpys still reach them: use SharedTensor::write / read / copy_from / copy_to. For zero-copy on the \
          SYCL side use the dma-buf strategy (DmaBuf)",
     )
-}
-
-/// The NPU refused to import SYCL host or shared USM. On Intel laptops compute-runtime backs those
-/// with a CPU mapping of GPU buffer objects (`drm_memory_manager.cpp` `createAllocWithAlignment`,
-/// mmap of the DRM fd), which the NPU's kernel driver cannot pin (`pin_user_pages(FOLL_LONGTERM)`
-/// refuses `VM_PFNMAP|VM_IO` mappings): a typed `Unsupported` naming what works instead.
-fn gpu_usm_not_pinnable(usm: UsmKind, cause: Error) -> Error {
-    Error::unsupported(Path::CpuVa, format!("the NPU driver could not import this SYCL {usm:?} USM as system memory"))
-        .explain(
-            "Intel's GPU driver maps host and shared USM from GPU buffer objects, which the NPU's kernel driver \
-             cannot pin. Zero-copy works with the dma-buf strategy (DmaBuf, what Auto picks); CPU_VA works with \
-             ordinary page-aligned process memory (the SharedSystem strategy, or NpuContext::import of a \
-             PageAlignedBuffer) that SYCL copies into",
-        )
-        .with_source(cause)
 }
