@@ -103,6 +103,11 @@ fn shared_system_memory_with_system_usm_v2() {
 
 both_adapters!(auto_picks_dma_buf_and_says_why, auto_picks_dma_buf_and_says_why_v1, auto_picks_dma_buf_and_says_why_v2);
 both_adapters!(
+    the_programs_sycl_memory_through_the_one_import,
+    the_programs_sycl_memory_through_the_one_import_v1,
+    the_programs_sycl_memory_through_the_one_import_v2
+);
+both_adapters!(
     sycl_access_is_sycl_memory_and_excludes_inference,
     sycl_access_is_sycl_memory_and_excludes_inference_v1,
     sycl_access_is_sycl_memory_and_excludes_inference_v2
@@ -119,7 +124,8 @@ mod inner {
     use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, RemoteTensor, TensorType};
     use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
     use npu_sycl_bridge::sycl::{
-        self, Backend, Context, ContextOrigin, DeviceType, LevelZeroOwnership, Queue, SyclMemory, UsmBuffer, UsmKind,
+        self, Backend, Context, ContextOrigin, DeviceType, ExportableDeviceMemory, LevelZeroOwnership, Queue,
+        SyclMemory, UsmBuffer, UsmKind,
     };
     use npu_sycl_bridge::{ErrorKind, Path};
 
@@ -586,6 +592,66 @@ mod inner {
     // ---------------------------------------------------------------------------------------------
     // SyclAccess
     // ---------------------------------------------------------------------------------------------
+
+    #[test]
+    fn the_programs_sycl_memory_through_the_one_import() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let q = Arc::new(Queue::new(&e.ctx, &e.gpu).unwrap());
+        let (a, b) = (e.m.sample_input(0), e.m.sample_input(1));
+        let fds0 = open_fds();
+        {
+            // Exportable device memory the program allocated: a dma-buf import, zero-copy, and a
+            // shared tensor on the program's own queue.
+            let mut t: Vec<SharedTensor> = (0..4)
+                .map(|i| {
+                    let mem = ExportableDeviceMemory::new(&e.ctx, &e.gpu, 4096, 4096).unwrap();
+                    let tt = if i < 2 { TensorType::Input } else { TensorType::Output };
+                    SharedTensor::new(&q, e.npu.import(mem, ElementType::F32, [1, 1024], tt).unwrap()).unwrap()
+                })
+                .collect();
+            assert!(t.iter().all(|t| t.kind() == StrategyKind::DmaBuf && t.is_zero_copy()));
+            t[0].write(0, &a).unwrap();
+            t[1].write(0, &b).unwrap();
+            let mut r = e.request();
+            for (i, x) in t.iter().enumerate() {
+                if i < 2 {
+                    r.set_input_tensor(i, x).unwrap();
+                } else {
+                    r.set_output_tensor(i - 2, x).unwrap();
+                }
+            }
+            let (copies0, args0) = (copies(), counter("npu.graph_args.dma_buf"));
+            r.infer().unwrap();
+            assert_eq!(copies(), copies0, "no copies during the inference");
+            assert_eq!(counter("npu.graph_args.dma_buf"), args0 + 4, "the graph ran on the program's memory");
+            let outs = vec![t[2].read_to_vec::<u8>().unwrap(), t[3].read_to_vec::<u8>().unwrap()];
+            e.assert_matches_cpu_in("the program's exportable memory", &[a.clone(), b.clone()], &outs);
+        }
+        // Host and shared USM: the NPU cannot pin the GPU driver's USM; a typed refusal naming dma-buf.
+        for usm in [UsmKind::Host, UsmKind::Shared, UsmKind::Device] {
+            let buf = UsmBuffer::new(&e.ctx, &e.gpu, usm, 4096, 4096).unwrap();
+            let err = e.npu.import(buf, ElementType::F32, [1, 1024], TensorType::Input).unwrap_err();
+            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{usm:?}: {err:#}");
+            assert!(format!("{err:#}").contains("dma-buf"), "{usm:?}: names what works: {err:#}");
+        }
+        // Memory the program exported itself has another way in: the tensor over it has no host
+        // views, so the shared tensor's SYCL writes (which take a host view's exclusion) are refused.
+        let mem = ExportableDeviceMemory::new(&e.ctx, &e.gpu, 4096, 4096).unwrap();
+        let other_owner = mem.export_dma_buf().unwrap();
+        let tensor = e.npu.import(mem, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
+        assert_eq!(tensor.host_bytes().unwrap_err().kind(), &ErrorKind::Unsupported { path: Path::HostView });
+        let mut shared = SharedTensor::new(&q, tensor).unwrap();
+        assert_eq!(shared.write(0, &a).unwrap_err().kind(), &ErrorKind::Unsupported { path: Path::HostView });
+        drop((shared, other_owner));
+        // A tensor that is not SYCL memory cannot become a shared tensor.
+        let l0 = e.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
+        assert_eq!(SharedTensor::new(&q, l0).unwrap_err().kind(), &ErrorKind::InvalidArgument);
+        assert_eq!(open_fds(), fds0, "every export's fd closed once");
+        done("the_programs_sycl_memory_through_the_one_import");
+    }
 
     #[test]
     fn sycl_access_is_sycl_memory_and_excludes_inference() {
