@@ -390,7 +390,7 @@ fn gpu_usm_not_pinnable(kind: crate::memory::MemoryKind, cause: Error) -> Error 
         .explain(
             "Intel's GPU driver maps host and shared USM from GPU buffer objects, which the NPU's kernel driver \
              cannot pin. Zero-copy works with GPU memory handed over as a dma-buf (SYCL exportable device memory, \
-             a Level Zero exportable allocation: the dma-buf strategy, what Auto picks); CPU_VA works with ordinary \
+             a Level Zero exportable allocation: the dma-buf strategy, StrategyKind::DmaBuf, what Auto picks); CPU_VA works with ordinary \
              page-aligned process memory (PageAlignedBuffer, the SharedSystem strategy) that SYCL copies into",
         )
         .with_source(cause)
