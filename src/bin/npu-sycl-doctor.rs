@@ -395,13 +395,10 @@ fn classify(e: &Error) -> Status {
 
 impl Bench<'_> {
     fn build(&self, kind: StrategyKind, usm: UsmKind) -> Result<Strategy, Error> {
-        Ok(match kind {
-            StrategyKind::CardPath => Strategy::card_path(self.npu.level_zero_context(), self.npu)?,
-            StrategyKind::DmaBuf => Strategy::new(StrategyKind::DmaBuf, self.npu, self.context, self.gpu)?,
-            StrategyKind::CpuVa => Strategy::cpu_va(self.npu, self.context, self.gpu, usm)?,
-            StrategyKind::SharedSystem => Strategy::new(StrategyKind::SharedSystem, self.npu, self.context, self.gpu)?,
-            StrategyKind::NpuToSycl => Strategy::new(StrategyKind::NpuToSycl, self.npu, self.context, self.gpu)?,
-        })
+        match kind {
+            StrategyKind::CpuVa => Strategy::cpu_va(self.npu, self.context, self.gpu, usm),
+            _ => Strategy::new(kind, self.npu, self.context, self.gpu),
+        }
     }
 
     /// Creates the strategy, its tensors, writes through SYCL, binds, infers, reads through SYCL and

@@ -66,11 +66,11 @@ impl NpuContext {
             Error::unsupported(
                 Path::Npu,
                 format!(
-                    "the compiled model has no remote context, so it was not compiled for the NPU \
-                     (execution devices: {}); compile it for \"NPU\" (OpenVINO said: {e})",
+                    "the compiled model has no remote context, so it was not compiled for the NPU (execution devices: {})",
                     if device.is_empty() { "unknown".into() } else { device.clone() }
                 ),
             )
+            .explain(format!("compile it for \"NPU\" (OpenVINO said: {e})"))
             .with_source(e)
         })?;
         Self::from_remote_context(remote)

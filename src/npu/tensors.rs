@@ -225,11 +225,13 @@ impl NpuContext {
                 return Err(Error::unsupported(
                     Path::CpuVa,
                     format!(
-                        "{ptr:p} lies inside (not at the start of) an existing allocation of the NPU context ({:?}, id {}); \
-                         OpenVINO's NPU plugin reuses such an allocation from its start and would silently use other \
-                         bytes. Pass the allocation's start, or use a separate page-aligned buffer",
+                        "{ptr:p} lies inside (not at the start of) an existing allocation of the NPU context ({:?}, id {})",
                         known.kind, known.id
                     ),
+                )
+                .explain(
+                    "OpenVINO's NPU plugin reuses such an allocation from its start and would silently use other \
+                     bytes. Pass the allocation's start, or use a separate page-aligned buffer",
                 ));
             }
             // The size is the driver's allocation size (the base it reports is an NPU address).
@@ -243,12 +245,11 @@ impl NpuContext {
             }
         } else {
             if !self.capabilities().sysmem_import {
-                return Err(Error::unsupported(
-                    Path::CpuVa,
+                return Err(Error::unsupported(Path::CpuVa, "the NPU driver cannot import system memory").explain(
                     format!(
-                        "the NPU driver cannot import system memory (import types {:?} lack STANDARD_ALLOCATION: NPU \
-                         37xx, or a kernel without the userptr ioctl); use a dma-buf tensor (zero-copy; from SYCL: \
-                         DmaBuf), an L0 host tensor, or a plain tensor (copied) instead",
+                        "its import types {:?} lack STANDARD_ALLOCATION: NPU 37xx (Meteor/Arrow Lake), or a kernel \
+                         without the userptr ioctl. Use a dma-buf tensor (zero-copy; from SYCL: DmaBuf), an L0 host \
+                         tensor, or a plain tensor (copied) instead",
                         self.capabilities().import_types
                     ),
                 ));
@@ -304,13 +305,10 @@ impl NpuContext {
     ) -> Result<RemoteTensor> {
         let needed = tensor_bytes(element_type, &shape)?;
         if !self.capabilities().fd_import {
-            return Err(Error::unsupported(
-                Path::DmaBuf,
-                format!(
-                    "the NPU driver cannot import dma-buf fds (import types {:?} lack DMA_BUF); use CPU_VA or an L0 host tensor",
-                    self.capabilities().import_types
-                ),
-            ));
+            return Err(Error::unsupported(Path::DmaBuf, "the NPU driver cannot import dma-buf fds").explain(format!(
+                "its import types {:?} lack DMA_BUF; use CPU_VA or an L0 host tensor",
+                self.capabilities().import_types
+            )));
         }
         if needed > byte_len {
             return Err(Error::size(
@@ -513,11 +511,12 @@ impl RemoteTensor {
         if !self.exclusive_memory {
             return Err(Error::unsupported(
                 Path::HostView,
-                "this tensor was imported from memory that stays its exporter's (a dma-buf fd, or device \
-                 memory exported elsewhere): the exporter (or another fd of the buffer) can write the pages at any \
-                 time, so a host view (a Rust slice) of them could change under its reader. Read and write the \
-                 data through the exporter (L0Allocation::read/write, a SYCL queue); the next inference sees \
-                 such writes without rebinding",
+                "this tensor's memory stays its exporter's (a dma-buf fd, or device memory exported elsewhere)",
+            )
+            .explain(
+                "the exporter (or another fd of the buffer) can write the pages at any time, so a host view (a Rust \
+                 slice) of them could change under its reader. Read and write the data through the exporter \
+                 (L0Allocation::read/write, a SYCL queue); the next inference sees such writes without rebinding",
             ));
         }
         let device = self.context().device_name()?;

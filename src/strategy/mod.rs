@@ -195,7 +195,7 @@ impl Strategy {
                 if !npu.capabilities().fd_import {
                     return Err(Error::unsupported(Path::DmaBuf, "the NPU driver cannot import dma-buf fds").explain(
                         format!(
-                            "its import types {:?} lack DMA_BUF; use the CPU_VA strategy or the NPU→SYCL copy",
+                            "its import types {:?} lack DMA_BUF; use the CPU_VA strategy (CpuVa) or the NPU→SYCL copy (NpuToSycl)",
                             npu.capabilities().import_types
                         ),
                     ));
@@ -425,7 +425,7 @@ fn host_va(tensor: &RemoteTensor) -> Result<NonNull<u8>> {
 fn no_sysmem_import(path: Path, npu: &NpuContext) -> Error {
     Error::unsupported(path, "the NPU driver cannot import system memory").explain(format!(
         "its import types {:?} lack STANDARD_ALLOCATION: NPU 37xx (Meteor/Arrow Lake), or a kernel without the \
-         userptr ioctl; use the dma-buf strategy or the NPU→SYCL copy",
+         userptr ioctl; use the dma-buf strategy (DmaBuf) or the NPU→SYCL copy (NpuToSycl)",
         npu.capabilities().import_types
     ))
 }
