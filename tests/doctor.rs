@@ -145,6 +145,9 @@ fn doctor_reports_the_strategies_the_strategy_tests_prove() {
     let imports = user_memory_import();
     let want = if imports { ("works", "no") } else { ("unsupported", "-") };
     assert_eq!((shared.2.as_str(), shared.3.as_str()), want, "{shared:?}");
+    // The NPU's own memory exported to SYCL: every NPU driver exports its buffer objects.
+    let export = find("NPU→SYCL zero-copy", "L0 host tensor exported");
+    assert_eq!((export.2.as_str(), export.3.as_str()), ("works", "yes"), "{export:?}");
     let copy = find("NPU→SYCL copy", "L0 host tensor");
     assert_eq!((copy.2.as_str(), copy.3.as_str()), ("works", "no"), "{copy:?}");
     // The card path's reason, as the typed error says it.
@@ -153,7 +156,7 @@ fn doctor_reports_the_strategies_the_strategy_tests_prove() {
     assert!(details.contains("the card path is not supported here"), "{details}");
     assert!(details.contains("no SYCL platform wraps that driver"), "{details}");
     assert!(out.contains("AUTO: chooses dma-buf"), "{out}");
-    let result = if imports { "RESULT: 3 of 6 work" } else { "RESULT: 2 of 6 work" };
+    let result = if imports { "RESULT: 4 of 7 work" } else { "RESULT: 3 of 7 work" };
     assert!(out.contains(result), "{out}");
 }
 
@@ -196,8 +199,12 @@ fn doctor_json_parses_and_agrees_with_the_table() {
     assert!(card["detail"].as_str().unwrap().contains("no SYCL platform wraps that driver"), "{card:#}");
     assert_eq!(v["auto"]["chosen"], "dma-buf");
     let working = v["working"].as_array().unwrap();
-    let want = if user_memory_import() { 3 } else { 2 };
-    assert_eq!(working.len(), want, "dma-buf, the NPU→SYCL copy and (NPU 40xx+) shared system memory: {v:#}");
+    let want = if user_memory_import() { 4 } else { 3 };
+    assert_eq!(
+        working.len(),
+        want,
+        "dma-buf, NPU→SYCL zero-copy and copy, and (NPU 40xx+) shared system memory: {v:#}"
+    );
 }
 
 #[test]

@@ -103,6 +103,11 @@ fn shared_system_memory_with_system_usm_v2() {
 
 both_adapters!(auto_picks_dma_buf_and_says_why, auto_picks_dma_buf_and_says_why_v1, auto_picks_dma_buf_and_says_why_v2);
 both_adapters!(
+    npu_memory_exported_to_sycl_is_used_in_place,
+    npu_memory_exported_to_sycl_is_used_in_place_v1,
+    npu_memory_exported_to_sycl_is_used_in_place_v2
+);
+both_adapters!(
     the_programs_sycl_memory_through_the_one_import,
     the_programs_sycl_memory_through_the_one_import_v1,
     the_programs_sycl_memory_through_the_one_import_v2
@@ -189,7 +194,8 @@ mod inner {
         match kind {
             StrategyKind::CardPath | StrategyKind::CpuVa | StrategyKind::SharedSystem => Some("npu.graph_args.sysmem"),
             StrategyKind::DmaBuf => Some("npu.graph_args.dma_buf"),
-            StrategyKind::NpuToSycl => None,
+            // The plugin's own memory: nothing imported; no NPU copy shows it ran in place.
+            StrategyKind::NpuExport | StrategyKind::NpuToSycl => None,
         }
     }
 
@@ -554,6 +560,7 @@ mod inner {
                 StrategyKind::DmaBuf,
                 StrategyKind::CpuVa,
                 StrategyKind::SharedSystem,
+                StrategyKind::NpuExport,
                 StrategyKind::NpuToSycl
             ]
         );
@@ -592,6 +599,46 @@ mod inner {
     // ---------------------------------------------------------------------------------------------
     // SyclAccess
     // ---------------------------------------------------------------------------------------------
+
+    #[test]
+    fn npu_memory_exported_to_sycl_is_used_in_place() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        // Staging memory of the program, made first: the window below counts only the imports.
+        let mut staging = UsmBuffer::new(&e.ctx, &e.gpu, UsmKind::Device, 4096, 64).unwrap();
+        let fds0 = open_fds();
+        let (gpu_live0, exports0) = (counter("gpu.live_allocations"), counter("npu.exports.dma_buf"));
+        {
+            let s = Strategy::new(StrategyKind::NpuExport, &e.npu, &e.ctx, &e.gpu).unwrap();
+            assert!(s.is_zero_copy());
+            s.probe().unwrap();
+            let mut t = s.tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+            assert_eq!(
+                counter("npu.exports.dma_buf"),
+                exports0 + 2,
+                "the probe's tensor and this one: one export each"
+            );
+            // SYCL sees its own device memory (the import of the NPU's pages), usable by kernels.
+            assert_eq!(e.ctx.pointer_kind(t.sycl_ptr().cast()).unwrap(), Some(UsmKind::Device));
+            // A SYCL device copy into the NPU's memory, seen through the NPU's own mapping.
+            let pattern: Vec<u32> = (0..1024).map(|i| i * 3 + 7).collect();
+            s.queue().write(&mut staging, 0, &pattern).unwrap();
+            {
+                let mut access = t.sycl_mut().unwrap();
+                s.queue().copy(&staging, &mut access, 4096).unwrap();
+            }
+            let seen: Vec<u32> = t.remote_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect();
+            assert_eq!(seen, pattern, "SYCL wrote the NPU's pages in place");
+            drop(t);
+            // The model through it: SYCL writes the NPU's inputs and reads its outputs in place.
+            run_multi_io(&e, &s);
+        }
+        assert_eq!(counter("gpu.live_allocations"), gpu_live0, "every SYCL import released");
+        assert_eq!(open_fds(), fds0, "every exported fd closed once");
+        done("npu_memory_exported_to_sycl_is_used_in_place");
+    }
 
     #[test]
     fn the_programs_sycl_memory_through_the_one_import() {

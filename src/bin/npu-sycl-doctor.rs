@@ -462,12 +462,15 @@ impl Bench<'_> {
         match delta {
             Some([gpu_copied, npu_copied, inferences, args_dma_buf, args_sysmem]) => {
                 let imported = args_dma_buf + args_sysmem;
-                let zero_copy = strategy.is_zero_copy()
-                    && gpu_copied == 0
-                    && npu_copied == 0
-                    && inferences == 1
-                    && imported == bound;
-                let how = if strategy.is_zero_copy() {
+                // NpuExport: the graph runs on the plugin's own memory (nothing imported by the NPU).
+                let in_place = if kind == StrategyKind::NpuExport { imported == 0 } else { imported == bound };
+                let zero_copy =
+                    strategy.is_zero_copy() && gpu_copied == 0 && npu_copied == 0 && inferences == 1 && in_place;
+                let how = if kind == StrategyKind::NpuExport {
+                    "the graph ran on the plugin's own memory, which SYCL reaches through its import of the NPU's \
+                     dma-buf"
+                        .to_string()
+                } else if strategy.is_zero_copy() {
                     format!("{imported} of {bound} graph arguments were SYCL's own pages")
                 } else if kind == StrategyKind::SharedSystem {
                     format!(
@@ -499,10 +502,13 @@ impl Bench<'_> {
                 let evidence = match kind {
                     StrategyKind::DmaBuf => "the NPU driver imported SYCL's dma-bufs".to_string(),
                     StrategyKind::NpuToSycl => "SYCL reaches the plugin's memory by memcpy".to_string(),
+                    StrategyKind::NpuExport => {
+                        "SYCL imported the NPU driver's dma-buf of the plugin's memory".to_string()
+                    }
                     _ => format!("MEM_HANDLE {} the SYCL pointers", if all_same { "==" } else { "!=" }),
                 };
                 Ok((
-                    zero_copy && (all_same || kind == StrategyKind::DmaBuf),
+                    zero_copy && (all_same || matches!(kind, StrategyKind::DmaBuf | StrategyKind::NpuExport)),
                     format!("{matches}; MEM_TYPE {}: {evidence}", types.join("/")),
                 ))
             }
@@ -560,12 +566,13 @@ fn gather(force_virtual: bool) -> Result<Report> {
     let mut strategies = Vec::new();
     let mut auto = None;
     let npu_info;
-    let rows: [(StrategyKind, &'static str, UsmKind); 6] = [
+    let rows: [(StrategyKind, &'static str, UsmKind); 7] = [
         (StrategyKind::CardPath, "the NPU plugin's L0 context", UsmKind::Shared),
         (StrategyKind::DmaBuf, "exportable device memory", UsmKind::Device),
         (StrategyKind::CpuVa, "host USM", UsmKind::Host),
         (StrategyKind::CpuVa, "shared USM", UsmKind::Shared),
         (StrategyKind::SharedSystem, "page-aligned process memory", UsmKind::Host),
+        (StrategyKind::NpuExport, "L0 host tensor exported to SYCL", UsmKind::Device),
         (StrategyKind::NpuToSycl, "L0 host tensor + memcpy", UsmKind::Host),
     ];
     let setup = || -> Result<Setup, Error> {
@@ -822,14 +829,14 @@ fn table(r: &Report) -> String {
         "SHARING STRATEGIES (each run end to end on {}: create, write via SYCL, bind, infer on the NPU, read via SYCL, compare with the CPU plugin)",
         r.model
     );
-    let _ = writeln!(o, "  {:<20} {:<28} {:<12} zero-copy", "strategy", "memory", "result");
+    let _ = writeln!(o, "  {:<22} {:<32} {:<12} zero-copy", "strategy", "memory", "result");
     for s in &r.strategies {
         let zc = match s.zero_copy {
             Some(true) => "yes",
             Some(false) => "no",
             None => "-",
         };
-        let _ = writeln!(o, "  {:<20} {:<28} {:<12} {zc}", s.kind.as_str(), s.variant, s.status.as_str());
+        let _ = writeln!(o, "  {:<22} {:<32} {:<12} {zc}", s.kind.as_str(), s.variant, s.status.as_str());
     }
     let _ = writeln!(o, "  details:");
     for s in &r.strategies {

@@ -14,6 +14,7 @@
 //!   allocation lives; it is closed exactly once, after `zeMemFree`. Use it when you do not want to
 //!   rely on the driver's reference.
 
+use std::ffi::c_void;
 use std::fmt;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
@@ -210,9 +211,24 @@ pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
 impl L0Allocation {
     /// Exports the allocation as a dma-buf fd (`zeMemGetAllocProperties` with
     /// `ze_external_memory_export_fd_t{DMA_BUF}`). Each call returns a new fd that the caller owns
-    /// and closes (a duplicate where the driver keeps its export fd); the allocation must have been
-    /// made with [`Context::alloc_device_exportable`].
+    /// and closes (a duplicate where the driver keeps its export fd); on a GPU driver the allocation
+    /// must have been made with [`Context::alloc_device_exportable`].
     pub fn export_dma_buf(&self) -> Result<OwnedFd> {
+        self.context().export_dma_buf(self.as_ptr())
+    }
+}
+
+impl Context {
+    /// Exports the allocation of this context that starts at `ptr` as a dma-buf fd the caller owns
+    /// (`zeMemGetAllocProperties` with `ze_external_memory_export_fd_t{DMA_BUF}`; a duplicate where
+    /// the driver keeps its own export fd). The NPU driver exports any allocation it made
+    /// (linux-npu-driver `Context::getMemAllocProperties`, `VPUBufferObject::exportToFd`: a new fd
+    /// per call); a GPU driver only memory allocated exportable.
+    ///
+    /// # Errors
+    /// [`Unsupported { path: DmaBuf }`](crate::ErrorKind::Unsupported) when the driver returns no
+    /// fd; the driver's error for a pointer that is no allocation of this context.
+    pub fn export_dma_buf(&self, ptr: *const c_void) -> Result<OwnedFd> {
         let api = api()?;
         let mut export = sys::ze_external_memory_export_fd_t {
             stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD,
@@ -226,17 +242,17 @@ impl L0Allocation {
             ..Default::default()
         };
         let mut device = std::ptr::null_mut();
-        // SAFETY: a live context and allocation; the chain is one export-fd struct alive for the call.
-        let r = unsafe { api.zeMemGetAllocProperties(self.context().as_raw(), self.as_ptr(), &mut props, &mut device) };
+        // SAFETY: a live context; the driver only looks `ptr` up (any value is allowed); the chain is
+        // one export-fd struct alive for the call.
+        let r = unsafe { api.zeMemGetAllocProperties(self.as_raw(), ptr, &mut props, &mut device) };
         check(r, "zeMemGetAllocProperties")?;
         if export.fd < 0 {
-            return Err(Error::unsupported(
-                Path::DmaBuf,
-                "the driver returned no fd for the export (was the memory allocated with alloc_device_exportable?)",
-            ));
+            return Err(Error::unsupported(Path::DmaBuf, "the driver returned no fd for the export")
+                .explain("a GPU driver exports only memory allocated exportable (Context::alloc_device_exportable)"));
         }
-        if self.context().driver().fd_rules()?.export_fd_owned_by_driver {
-            // SAFETY: the driver's own open fd, valid while the allocation lives (it does: &self).
+        if self.driver().fd_rules()?.export_fd_owned_by_driver {
+            // SAFETY: the driver's own open fd, valid while the allocation lives (the caller's
+            // allocation is alive for this call); we duplicate it at once.
             return dup_fd(unsafe { BorrowedFd::borrow_raw(export.fd) });
         }
         // SAFETY: this driver returned a new fd that the caller (we) owns (module docs).

@@ -97,7 +97,7 @@ impl fmt::Display for AutoDecision {
 
 impl Auto {
     /// The order Auto tries the strategies in.
-    pub const ORDER: [StrategyKind; 5] = StrategyKind::ALL;
+    pub const ORDER: [StrategyKind; 6] = StrategyKind::ALL;
 
     /// Tries every strategy in [`ORDER`](Self::ORDER) for `npu` and the SYCL `device` of
     /// `context` (the iGPU's), and keeps the first that works.

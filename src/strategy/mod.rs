@@ -112,17 +112,21 @@ pub enum StrategyKind {
     /// Page-aligned process memory imported by the NPU as CPU_VA, used in place by SYCL where the
     /// device reaches system memory, copied by SYCL elsewhere.
     SharedSystem,
+    /// The NPU plugin's own memory, exported by the NPU driver as a dma-buf and imported by SYCL:
+    /// SYCL reads and writes NPU-owned memory in place.
+    NpuExport,
     /// The NPU plugin's own memory, copied to and from SYCL (not zero-copy).
     NpuToSycl,
 }
 
 impl StrategyKind {
     /// Every strategy, in the order [`Auto`] tries them.
-    pub const ALL: [StrategyKind; 5] = [
+    pub const ALL: [StrategyKind; 6] = [
         StrategyKind::CardPath,
         StrategyKind::DmaBuf,
         StrategyKind::CpuVa,
         StrategyKind::SharedSystem,
+        StrategyKind::NpuExport,
         StrategyKind::NpuToSycl,
     ];
 
@@ -133,12 +137,13 @@ impl StrategyKind {
             StrategyKind::DmaBuf => Path::DmaBuf,
             StrategyKind::CpuVa => Path::CpuVa,
             StrategyKind::SharedSystem => Path::SharedSystem,
+            StrategyKind::NpuExport => Path::NpuToSyclZeroCopy,
             StrategyKind::NpuToSycl => Path::NpuToSycl,
         }
     }
 
     /// The name used in messages: `"card path"`, `"dma-buf"`, `"CPU_VA"`, `"shared system
-    /// memory"`, `"NPU→SYCL copy"`.
+    /// memory"`, `"NPU→SYCL zero-copy"`, `"NPU→SYCL copy"`.
     pub fn as_str(self) -> &'static str {
         self.path().as_str()
     }
@@ -208,6 +213,7 @@ impl Strategy {
                 }
                 Self::make(kind, npu, context, device, UsmKind::Host, device.usm_system_allocations)
             }
+            StrategyKind::NpuExport => Self::make(kind, npu, context, device, UsmKind::Device, true),
             StrategyKind::NpuToSycl => Self::make(kind, npu, context, device, UsmKind::Host, false),
         }
     }
@@ -347,6 +353,26 @@ impl Strategy {
                 let tensor = self.npu.import(buffer, element_type, shape, tensor_type)?;
                 SharedTensor::over(self.kind, &self.queue, tensor, self.zero_copy, ptr, len)
             }
+            StrategyKind::NpuExport => {
+                let tensor = self.npu.l0_host_tensor(element_type, shape, tensor_type)?;
+                let va = host_va(&tensor)?;
+                // The NPU driver exports its own allocation: a new fd the caller owns
+                // (linux-npu-driver `VPUBufferObject::exportToFd`); SYCL imports it and keeps it.
+                let fd = self.npu.level_zero_context().export_dma_buf(va.as_ptr().cast()).map_err(|e| {
+                    Error::unsupported(Path::NpuToSyclZeroCopy, "the NPU driver did not export its memory as a dma-buf")
+                        .explain("use the dma-buf strategy (SYCL memory imported by the NPU) or the NPU→SYCL copy")
+                        .with_source(e)
+                })?;
+                let imported = sycl::ImportedMemory::import_dma_buf(context, &self.device, fd, len).map_err(|e| {
+                    Error::unsupported(Path::NpuToSyclZeroCopy, "SYCL could not import the NPU's dma-buf")
+                        .explain(
+                            "the GPU driver refused the NPU driver's dma-buf (external_memory import); use the \
+                             dma-buf strategy (SYCL memory imported by the NPU) or the NPU→SYCL copy",
+                        )
+                        .with_source(e)
+                })?;
+                SharedTensor::over_imported(self.kind, &self.queue, tensor, imported)
+            }
             StrategyKind::NpuToSycl => {
                 let tensor = self.npu.l0_host_tensor(element_type, shape, tensor_type)?;
                 let ptr = host_va(&tensor)?;
@@ -436,8 +462,8 @@ fn not_sycl_memory() -> Error {
         "the NPU plugin's L0 host allocation belongs to the NPU's Level Zero driver, and SYCL's GPU driver sees \
          it as a foreign pointer (get_pointer_type: unknown), so SYCL kernels cannot use it. A SYCL memcpy can \
          still read and write it as plain host memory (a CPU copy): use SharedTensor::copy_from / copy_to / \
-         write / read. For zero-copy, let SYCL allocate and the NPU import: the dma-buf strategy (DmaBuf) or \
-         CPU_VA (CpuVa)",
+         write / read. For zero-copy, have the NPU driver export its memory to SYCL (NpuExport), or let SYCL \
+         allocate and the NPU import: the dma-buf strategy (DmaBuf) or CPU_VA (CpuVa)",
     )
 }
 

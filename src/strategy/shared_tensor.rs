@@ -42,6 +42,8 @@ pub struct SharedTensor {
     byte_size: usize,
     allocation_len: usize,
     queue: Arc<Queue>,
+    /// `NpuExport`: the SYCL import of the NPU's dma-buf (the SYCL side of the memory).
+    _imported: Option<sycl::ImportedMemory>,
 }
 
 // SAFETY: `ptr` is only an address of memory owned by the remote tensor's keep-alive (or by the
@@ -103,7 +105,31 @@ impl SharedTensor {
         allocation_len: usize,
     ) -> Result<SharedTensor> {
         let byte_size = tensor.byte_size()?;
-        Ok(SharedTensor { tensor, kind, zero_copy, ptr, byte_size, allocation_len, queue: Arc::clone(queue) })
+        Ok(SharedTensor {
+            tensor,
+            kind,
+            zero_copy,
+            ptr,
+            byte_size,
+            allocation_len,
+            queue: Arc::clone(queue),
+            _imported: None,
+        })
+    }
+
+    /// NPU memory (`tensor`) that SYCL reaches through `imported`, its import of the NPU's
+    /// dma-buf: zero-copy, at the imported pointer.
+    pub(crate) fn over_imported(
+        kind: StrategyKind,
+        queue: &Arc<Queue>,
+        tensor: RemoteTensor,
+        mut imported: sycl::ImportedMemory,
+    ) -> Result<SharedTensor> {
+        let ptr = NonNull::new(imported.as_mut_ptr()).expect("an imported mapping is never null");
+        let len = imported.len();
+        let mut t = Self::over(kind, queue, tensor, true, ptr, len)?;
+        t._imported = Some(imported);
+        Ok(t)
     }
 
     /// Which strategy made it (for a tensor of the program's own SYCL memory: the strategy of that

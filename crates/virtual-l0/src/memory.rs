@@ -9,7 +9,8 @@
 //!
 //! Backing, chosen from the allocation's `pNext` chain:
 //! - plain: zeroed heap memory (`std::alloc`), alignment `max(requested, 64)`, 4096 for ≥ 4 KiB;
-//! - exportable (`ze_external_memory_export_desc_t`): `memfd_create` + `mmap(MAP_SHARED)`. GPU: the
+//! - exportable (`ze_external_memory_export_desc_t`), and every NPU allocation (the NPU driver
+//!   exports any buffer object it made): `memfd_create` + `mmap(MAP_SHARED)`. GPU: the
 //!   export query returns the driver's one fd for the allocation, the same number every time, and
 //!   `zeMemFree` closes it (compute-runtime `DrmAllocation::peekInternalHandle` caches it,
 //!   `Context::freeMem` closes it). NPU: each query returns a new fd the caller owns
@@ -519,7 +520,11 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
             unsafe { libc::close(fd) };
         }
         (m as usize, len, Backing::Mapped { map: m, len, inode }, Origin::ImportedFd)
-    } else if ext.export {
+    } else if ext.export || req.driver == DriverKind::Npu {
+        // Every NPU allocation is a shmem GEM object the caller can export, exportable descriptor
+        // or not: linux-npu-driver's `Context::getMemAllocProperties` exports any buffer object it
+        // finds (`VPUBufferObject::exportToFd`, PRIME_HANDLE_TO_FD), and the kernel driver's
+        // objects are shmem-backed. GPU memory is exportable only when allocated so.
         let len = round_up(req.size, PAGE);
         // SAFETY: the name is a valid C string.
         let fd = unsafe { libc::memfd_create(c"vl0-dmabuf".as_ptr(), libc::MFD_CLOEXEC) };
@@ -542,7 +547,8 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         };
         let inode = fd_inode(fd).unwrap_or_default();
         exported().insert(inode);
-        (m as usize, req.size, Backing::Memfd { fd, inode, map: m, len }, Origin::Exportable)
+        let origin = if ext.export { Origin::Exportable } else { Origin::Plain };
+        (m as usize, req.size, Backing::Memfd { fd, inode, map: m, len }, origin)
     } else {
         let align = req.align.max(if req.size >= PAGE { PAGE } else { 64 });
         let layout = Layout::from_size_align(req.size, align).map_err(|_| ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT)?;
