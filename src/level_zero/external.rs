@@ -228,6 +228,8 @@ impl Context {
     /// # Errors
     /// [`Unsupported { path: DmaBuf }`](crate::ErrorKind::Unsupported) when the driver returns no
     /// fd; the driver's error for a pointer that is no allocation of this context.
+    // As memory_properties: the driver looks the address up, never dereferences it.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn export_dma_buf(&self, ptr: *const c_void) -> Result<OwnedFd> {
         let api = api()?;
         let mut export = sys::ze_external_memory_export_fd_t {
