@@ -1,5 +1,6 @@
 //! The examples run as a user runs them, on the virtual platform (`--virtual`), and say what they
-//! claim: `examples/memory_pool.rs` (the forum's pool question).
+//! claim: `examples/memory_pool.rs` (the forum's pool question) and `examples/pipeline` (frames through
+//! SYCL and the NPU, overlapped, with no copy between them).
 #![cfg(feature = "sycl")]
 
 use std::path::PathBuf;
@@ -29,4 +30,19 @@ fn memory_pool_imports_each_buffer_once_and_copies_nothing() {
     let imports: u64 = end.split(", ").find_map(|f| f.strip_suffix(" imports")?.parse().ok()).expect("imports");
     assert!((1..=8).contains(&imports), "{end}");
     assert!(end.contains(" 0 allocations"), "{end}");
+}
+
+#[test]
+fn pipeline_overlaps_sycl_and_npu_work_with_no_copy() {
+    let out = Command::new(example("pipeline")).arg("--virtual").output().expect("spawn pipeline");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "pipeline failed ({:?}):\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains("strategy: dma-buf (zero-copy: yes)"), "{stdout}");
+    assert!(stdout.contains("24 frames of 3145728 bytes; every output equals the CPU plugin's"), "{stdout}");
+    assert!(
+        stdout.contains("SYCL wrote 23 of 24 frames while the other request's inference was in flight"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("npu.bytes_copied +0, npu.graph_args.dma_buf +48, npu.inferences +24"), "{stdout}");
 }

@@ -325,3 +325,31 @@ fn two_running_inferences_never_share_a_tensor_one_of_them_writes() {
     r1.infer().unwrap();
     r2.infer().unwrap();
 }
+
+#[test]
+fn an_output_of_one_model_is_the_input_of_another_without_crossing_the_host() {
+    let _s = serial();
+    let s = NpuAndCpu::new(core(), models::fully_connected());
+    let (din, dout) = (&s.m.inputs[0], &s.m.outputs[0]);
+    assert_eq!(din.shape, dout.shape);
+    let model = core().read_model_from_memory(&s.m.xml, &s.m.weights).unwrap();
+    let second = core().compile_model(&model, "NPU", &npu_sycl_bridge::openvino::Properties::new()).unwrap();
+    let x = s.m.sample_input(0);
+    let mut input = s.npu.l0_host_tensor(din.element_type, din.shape.clone(), TensorType::Input).unwrap();
+    input.host_bytes_mut().unwrap().copy_from_slice(&x);
+    // The link between the two models: NPU memory, written by the first, read by the second.
+    let link = s.npu.l0_host_tensor(dout.element_type, dout.shape.clone(), TensorType::Binded).unwrap();
+    let out = s.npu.l0_host_tensor(dout.element_type, dout.shape.clone(), TensorType::Output).unwrap();
+    let (mut first, mut then) = (s.request(), second.create_infer_request().unwrap());
+    first.set_input_tensor(0, &input).unwrap();
+    first.set_output_tensor(0, &link).unwrap();
+    then.set_input_tensor(0, &link).unwrap();
+    then.set_output_tensor(0, &out).unwrap();
+    let (copied0, inferences0) = (counter("npu.bytes_copied"), counter("npu.inferences"));
+    first.infer().unwrap();
+    then.infer().unwrap();
+    assert_eq!(counter("npu.inferences"), inferences0 + 2);
+    assert_eq!(counter("npu.bytes_copied"), copied0, "nothing crossed the host between the models");
+    let mid = s.cpu(&[x]).remove(0);
+    s.assert_matches_cpu(&[mid], &[out.host_bytes().unwrap().to_vec()]);
+}

@@ -108,6 +108,11 @@ both_adapters!(
     npu_memory_exported_to_sycl_is_used_in_place_v2
 );
 both_adapters!(
+    pending_sycl_copies_overlap_inference_and_exclude_it,
+    pending_sycl_copies_overlap_inference_and_exclude_it_v1,
+    pending_sycl_copies_overlap_inference_and_exclude_it_v2
+);
+both_adapters!(
     the_programs_sycl_memory_through_the_one_import,
     the_programs_sycl_memory_through_the_one_import_v1,
     the_programs_sycl_memory_through_the_one_import_v2
@@ -578,10 +583,11 @@ mod inner {
             Some(ErrorKind::Unsupported { path: Path::CpuVa })
         );
         // Shared system memory needs the NPU's user-memory import (NPU 40xx+ with the userptr ioctl).
+        // The NPU's own memory exported to SYCL works everywhere (every NPU driver exports its objects).
         let expected = if e.npu.capabilities().sysmem_import {
-            vec![StrategyKind::DmaBuf, StrategyKind::SharedSystem, StrategyKind::NpuToSycl]
+            vec![StrategyKind::DmaBuf, StrategyKind::SharedSystem, StrategyKind::NpuExport, StrategyKind::NpuToSycl]
         } else {
-            vec![StrategyKind::DmaBuf, StrategyKind::NpuToSycl]
+            vec![StrategyKind::DmaBuf, StrategyKind::NpuExport, StrategyKind::NpuToSycl]
         };
         assert_eq!(d.working(), expected, "{d}");
         let text = d.to_string();
@@ -638,6 +644,58 @@ mod inner {
         assert_eq!(counter("gpu.live_allocations"), gpu_live0, "every SYCL import released");
         assert_eq!(open_fds(), fds0, "every exported fd closed once");
         done("npu_memory_exported_to_sycl_is_used_in_place");
+    }
+
+    #[test]
+    fn pending_sycl_copies_overlap_inference_and_exclude_it() {
+        if !child() {
+            return;
+        }
+        let e = env(models::fully_connected());
+        let (din, dout) = (&e.m.inputs[0], &e.m.outputs[0]);
+        let s = Strategy::new(StrategyKind::DmaBuf, &e.npu, &e.ctx, &e.gpu).unwrap();
+        let tensor = |tt| s.tensor(din.element_type, din.shape.clone(), tt).unwrap();
+        let (mut in_a, out_a, mut in_b, out_b) = (
+            tensor(TensorType::Input),
+            tensor(TensorType::Output),
+            tensor(TensorType::Input),
+            tensor(TensorType::Output),
+        );
+        assert_eq!(din.shape, dout.shape);
+        let (x, y) = (e.m.sample_input(0), other_input(&e.m, 0));
+        in_a.write(0, &x).unwrap();
+        let (mut ra, mut rb) = (e.request(), e.request());
+        ra.set_input_tensor(0, &in_a).unwrap();
+        ra.set_output_tensor(0, &out_a).unwrap();
+        rb.set_input_tensor(0, &in_b).unwrap();
+        rb.set_output_tensor(0, &out_b).unwrap();
+
+        // SYCL writes b's input while the NPU runs a: the two overlap.
+        ra.start_async().unwrap();
+        let pending = in_b.write_async(0, &y).unwrap();
+        // b cannot start while its input is still being written.
+        let err = rb.infer().unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
+        pending.wait().unwrap();
+        // a's input cannot be written while a runs.
+        let err = in_a.write_async(0, &y).unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
+        ra.wait().unwrap();
+        rb.infer().unwrap();
+
+        // Results read back asynchronously, then waited for.
+        let (mut got_a, mut got_b) = (vec![0u8; dout.byte_size()], vec![0u8; dout.byte_size()]);
+        {
+            let pa = out_a.read_async(0, &mut got_a).unwrap();
+            let pb = out_b.read_async(0, &mut got_b).unwrap();
+            // An inference that writes a tensor a pending read still reads cannot start.
+            assert_eq!(ra.infer().unwrap_err().kind(), &ErrorKind::InvalidArgument);
+            pa.wait().unwrap();
+            drop(pb); // dropping waits
+        }
+        e.assert_matches_cpu_in("async", &[x], &[got_a]);
+        e.assert_matches_cpu_in("async", &[y], &[got_b]);
+        done("pending_sycl_copies_overlap_inference_and_exclude_it");
     }
 
     #[test]
@@ -795,6 +853,7 @@ mod inner {
         // the context) and the request machinery, then take the baseline.
         for s in [
             Strategy::new(StrategyKind::DmaBuf, &e.npu, &e.ctx, &e.gpu).unwrap(),
+            Strategy::new(StrategyKind::NpuExport, &e.npu, &e.ctx, &e.gpu).unwrap(),
             Strategy::new(StrategyKind::NpuToSycl, &e.npu, &e.ctx, &e.gpu).unwrap(),
         ] {
             let t = make_four(&s, &e);
@@ -808,13 +867,10 @@ mod inner {
 
         // A: the request outlives everything else: shared tensors, strategy, SYCL context clone,
         // NPU context clone. Only clones of the output remote tensors are kept to read results.
-        for kind in [StrategyKind::DmaBuf, StrategyKind::NpuToSycl] {
+        for kind in [StrategyKind::DmaBuf, StrategyKind::NpuExport, StrategyKind::NpuToSycl] {
             let ctx = Context::new(&e.gpu).unwrap();
             let npu = e.npu.clone();
-            let s = match kind {
-                StrategyKind::DmaBuf => Strategy::new(StrategyKind::DmaBuf, &npu, &ctx, &e.gpu).unwrap(),
-                _ => Strategy::new(StrategyKind::NpuToSycl, &npu, &ctx, &e.gpu).unwrap(),
-            };
+            let s = Strategy::new(kind, &npu, &ctx, &e.gpu).unwrap();
             let t = make_four(&s, &e);
             let mut r = e.request();
             bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
@@ -933,6 +989,7 @@ mod inner {
         // The strategies that work on every laptop profile.
         let strategies = [
             Strategy::new(StrategyKind::DmaBuf, &e.npu, &e.ctx, &e.gpu).unwrap(),
+            Strategy::new(StrategyKind::NpuExport, &e.npu, &e.ctx, &e.gpu).unwrap(),
             Strategy::new(StrategyKind::NpuToSycl, &e.npu, &e.ctx, &e.gpu).unwrap(),
         ];
         let mut request = e.request();

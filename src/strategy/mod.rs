@@ -92,7 +92,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 pub use self::auto::{Auto, AutoDecision};
-pub use self::shared_tensor::{SharedTensor, SyclAccess};
+pub use self::shared_tensor::{PendingSycl, SharedTensor, SyclAccess};
 
 use crate::error::{Error, Path, Result};
 use crate::level_zero;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{shared_system_not_reached, StrategyKind};
 use crate::error::{Error, Result};
 use crate::memory::MemoryKind;
-use crate::openvino::{BindableSealed, ElementType, RemoteTensor, Shape, TensorBytesMut, TensorHandle};
+use crate::openvino::{BindableSealed, ElementType, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorHandle};
 use crate::sycl::{self, Pod, Queue, SyclMemory};
 
 /// One buffer seen by SYCL and by the NPU: the SYCL memory (USM, exportable device memory, or for
@@ -240,6 +240,46 @@ impl SharedTensor {
         self.queue.wait()
     }
 
+    /// Submits a SYCL `memcpy` of `data` into the tensor at `byte_offset` and returns without
+    /// waiting, so the program can do other work (an inference on another tensor) meanwhile. The
+    /// returned [`PendingSycl`] keeps the tensor and `data` borrowed and holds the tensor's data-use
+    /// state: no inference can use the tensor until it is waited for (an inference bound to it
+    /// fails with [`InvalidArgument`](crate::ErrorKind::InvalidArgument)), so the NPU never reads
+    /// memory a pending SYCL write still changes. Dropping it waits.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write), for the submission; the copy's own errors come from
+    /// [`PendingSycl::wait`].
+    pub fn write_async<'a, T: Pod>(&'a mut self, byte_offset: usize, data: &'a [T]) -> Result<PendingSycl<'a>> {
+        let bytes = size_of_val(data);
+        self.check_range("write_async", byte_offset, bytes)?;
+        let view = self.tensor.host_bytes_mut()?;
+        let queue = &*self.queue;
+        if bytes > 0 {
+            // SAFETY: the destination is the tensor's memory, valid for the checked range while the
+            // tensor lives; the write view (held by the result) excludes inferences and other views
+            // until the copy was waited for; `data` stays borrowed by the result until then.
+            unsafe { queue.memcpy_raw(self.ptr.as_ptr().add(byte_offset), data.as_ptr().cast(), bytes)? };
+        }
+        Ok(PendingSycl { queue, _view: PendingView::Write(view), waited: false })
+    }
+
+    /// Submits a SYCL `memcpy` of the tensor's bytes at `byte_offset` into `out` and returns without
+    /// waiting; `out` holds the data once [`PendingSycl::wait`] returned. See
+    /// [`write_async`](Self::write_async): the tensor cannot be written by an inference meanwhile.
+    pub fn read_async<'a, T: Pod>(&'a self, byte_offset: usize, out: &'a mut [T]) -> Result<PendingSycl<'a>> {
+        let bytes = size_of_val(out);
+        self.check_range("read_async", byte_offset, bytes)?;
+        let view = self.tensor.host_bytes()?;
+        if bytes > 0 {
+            // SAFETY: the source is the tensor's memory under the read view (held by the result,
+            // which excludes inferences until the copy was waited for); `out` stays exclusively
+            // borrowed by the result until then.
+            unsafe { self.queue.memcpy_raw(out.as_mut_ptr().cast(), self.ptr.as_ptr().add(byte_offset), bytes)? };
+        }
+        Ok(PendingSycl { queue: &self.queue, _view: PendingView::Read(view), waited: false })
+    }
+
     /// Copies `out.len()` elements from the tensor at `byte_offset` into `out` with a SYCL
     /// `memcpy` and waits.
     ///
@@ -321,6 +361,47 @@ impl SharedTensor {
         // memory under the read view; we wait.
         unsafe { queue.memcpy_raw(dst.as_mut_ptr(), self.ptr.as_ptr(), len)? };
         queue.wait()
+    }
+}
+
+/// A SYCL copy into or out of a [`SharedTensor`] that was submitted and not yet waited for
+/// ([`SharedTensor::write_async`], [`SharedTensor::read_async`]). While it lives the tensor is
+/// borrowed and no inference can use it. [`wait`](Self::wait) returns the copy's errors; dropping it
+/// waits too (an error is then kept by the SYCL context and returned by its next call).
+#[must_use = "the copy is waited for when this is dropped; call wait() to see its errors"]
+pub struct PendingSycl<'a> {
+    queue: &'a Queue,
+    _view: PendingView<'a>,
+    waited: bool,
+}
+
+/// The data-use state a pending copy holds.
+enum PendingView<'a> {
+    Read(#[allow(dead_code)] TensorBytes<'a>),
+    Write(#[allow(dead_code)] TensorBytesMut<'a>),
+}
+
+impl PendingSycl<'_> {
+    /// Waits for the copy (and everything submitted before it on the tensor's in-order queue).
+    pub fn wait(mut self) -> Result<()> {
+        self.waited = true;
+        self.queue.wait()
+    }
+}
+
+impl Drop for PendingSycl<'_> {
+    fn drop(&mut self) {
+        if !self.waited {
+            if let Err(e) = self.queue.wait() {
+                self.queue.context().defer_error(e);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for PendingSycl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingSycl").field("waited", &self.waited).finish()
     }
 }
 
