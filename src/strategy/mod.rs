@@ -15,8 +15,9 @@
 //! | `DmaBuf` | [`StrategyKind::DmaBuf`] | `alloc_exportable_device_mem` → dma-buf fd | SHARED_BUF import | what Intel recommends on Linux; needs DMA_BUF import in the NPU driver (cross-driver i915/xe → ivpu import unverified) | yes |
 //! | `CpuVa` | [`StrategyKind::CpuVa`] | `aligned_alloc_host` / `aligned_alloc_shared` (4096) | CPU_VA (sysmem import) | needs STANDARD_ALLOCATION import; GPU-driver USM as NPU sysmem is **unverified** on i915/xe + ivpu | yes |
 //! | `SharedSystem` | [`StrategyKind::SharedSystem`] | ordinary page-aligned process memory: used in place where the device has `usm_system_allocations`, reached by SYCL `memcpy` elsewhere | CPU_VA (sysmem import) | needs STANDARD_ALLOCATION import (NPU 40xx+ with the userptr ioctl); unverified on hardware | NPU side always; SYCL side only with shared-system USM |
+//! | `NpuExport` | [`StrategyKind::NpuExport`] | the plugin's L0 host tensor, exported by the NPU driver as a dma-buf and imported by SYCL (`import_external_memory`) | the plugin's own memory, used in place | needs the GPU driver to import the NPU's dma-buf (ivpu → i915/xe unverified on hardware) | yes |
 //! | `NpuToSycl` | [`StrategyKind::NpuToSycl`] | SYCL `memcpy` to/from the plugin's memory | L0 host tensor (plugin `zeMemAllocHost`) | everywhere the NPU works | **no**: a CPU copy on the SYCL side |
-//! | [`Auto`] | the first that works | | | probes the machine: card path → dma-buf → CPU_VA → shared system memory → NPU→SYCL copy | |
+//! | [`Auto`] | the first that works | | | probes the machine: card path → dma-buf → CPU_VA → shared system memory → NPU→SYCL zero-copy → NPU→SYCL copy | |
 //!
 //! # Ownership and drop order
 //! ```text
