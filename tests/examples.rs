@@ -14,12 +14,18 @@ fn example(name: &str) -> PathBuf {
     p
 }
 
+/// Runs the example `name` on the virtual platform, asserts it succeeded, returns its stdout.
+fn run_virtual(name: &str) -> String {
+    let out = Command::new(example(name)).arg("--virtual").output().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name} failed ({:?}):\n{stdout}\n{stderr}", out.status);
+    stdout
+}
+
 #[test]
 fn memory_pool_imports_each_buffer_once_and_copies_nothing() {
-    let out = Command::new(example("memory_pool")).arg("--virtual").output().expect("spawn memory_pool");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "memory_pool failed ({:?}):\n{stdout}\n{stderr}", out.status);
+    let stdout = run_virtual("memory_pool");
     assert!(stdout.contains("PLATFORM: VIRTUAL"), "says where it runs:\n{stdout}");
     assert!(stdout.contains("allocated 8 buffers"), "{stdout}");
     assert!(stdout.contains("1000 inferences on two requests; every output equals the CPU plugin's"), "{stdout}");
@@ -34,10 +40,7 @@ fn memory_pool_imports_each_buffer_once_and_copies_nothing() {
 
 #[test]
 fn pipeline_overlaps_sycl_and_npu_work_with_no_copy() {
-    let out = Command::new(example("pipeline")).arg("--virtual").output().expect("spawn pipeline");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "pipeline failed ({:?}):\n{stdout}\n{stderr}", out.status);
+    let stdout = run_virtual("pipeline");
     assert!(stdout.contains("strategy: dma-buf (zero-copy: yes)"), "{stdout}");
     assert!(stdout.contains("24 frames of 3145728 bytes; every output equals the CPU plugin's"), "{stdout}");
     assert!(
