@@ -22,12 +22,6 @@ fn main() {
     // docs.rs and `cargo doc` need no native library at all.
     let docs_only = std::env::var_os("DOCS_RS").is_some();
 
-    // The target directory, so that run-time code can find the virtual Level Zero platform that
-    // `cargo build -p virtual-l0` puts next to the test binaries.
-    if let Some(profile_dir) = profile_dir() {
-        println!("cargo:rustc-env=NPU_SYCL_BRIDGE_PROFILE_DIR={}", profile_dir.display());
-    }
-
     match native_finder::find_openvino() {
         Ok(found) => {
             println!("cargo:rustc-env=NPU_SYCL_BRIDGE_OPENVINO_C={}", found.library.display());
@@ -50,12 +44,6 @@ fn main() {
     if !docs_only {
         sycl::build();
     }
-}
-
-/// `target/<profile>` for this build, derived from OUT_DIR (`target/<profile>/build/<pkg>-<hash>/out`).
-fn profile_dir() -> Option<std::path::PathBuf> {
-    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR")?);
-    out.ancestors().nth(3).map(|p| p.to_path_buf())
 }
 
 #[cfg(feature = "sycl")]

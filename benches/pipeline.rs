@@ -2,15 +2,15 @@
 //! same work done strictly in sequence, as a ratio measured in one run: rounds of each, alternated,
 //! medians compared. On the virtual platform the "NPU" is OpenVINO's CPU plugin on this machine's
 //! cores, so SYCL work and inference compete for the same CPUs; on a laptop they run on separate
-//! engines. Run: `NPU_SYCL_BRIDGE_VIRTUAL_L0=target/release/libze_loader.so cargo bench --features
-//! sycl --bench pipeline` (after `cargo build --release -p virtual-l0`), or on real hardware.
+//! engines. Run: `cargo bench --features sycl --bench pipeline` (the bench build compiles the
+//! virtual platform too: testkit depends on virtual-l0), or on real hardware.
 #[path = "../examples/pipeline/stream.rs"]
 mod stream;
 
-use npu_sycl_bridge::models;
 use npu_sycl_bridge::openvino::{Core, Properties};
 use npu_sycl_bridge::strategy::Auto;
-use npu_sycl_bridge::virtual_platform;
+use testkit::models;
+use testkit::virtual_platform;
 
 const FRAMES: usize = 48;
 const ROUNDS: usize = 7;

@@ -1,7 +1,10 @@
 //! What binding an NPU input through each memory path costs per inference, measured in one run.
 //!
-//! `cargo build -p virtual-l0 && NPU_SYCL_BRIDGE_VIRTUAL_L0=target/debug/libze_loader.so cargo bench
-//! --bench sharing_paths` (a bench build looks for the platform under target/release otherwise). On a machine without an Intel NPU it runs on the virtual platform, whose "NPU" executes on
+//! `cargo bench --bench sharing_paths` runs on the virtual platform the bench build compiles (testkit
+//! depends on virtual-l0: an optimised build under target/release). The README's figures were
+//! measured with the debug build: `cargo build -p virtual-l0 &&
+//! NPU_SYCL_BRIDGE_VIRTUAL_L0=target/debug/libze_loader.so cargo bench --bench sharing_paths`.
+//! On a machine without an Intel NPU it runs on the virtual platform, whose "NPU" executes on
 //! the CPU: the numbers then validate the plumbing (which path copies, which does not), not NPU
 //! performance. The paths, for the same model and tensor (3 MiB f32 input, `models::large_input`):
 //!
@@ -19,9 +22,9 @@
 use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver};
 use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
 use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, KeepAlive, Properties, Tensor, TensorType};
-use npu_sycl_bridge::{models, virtual_platform};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use testkit::{models, virtual_platform};
 
 const WARMUP: usize = 5;
 const ITERATIONS: usize = 200;

@@ -19,7 +19,7 @@
 //! is no device to make the context with. It prints the typed error the card path returns (and what
 //! the SYCL runtime itself says when the context is forced on the GPU's device), then continues with
 //! [`Auto`], which tries every strategy and keeps the first that works, runs a real model (built in
-//! code by `npu_sycl_bridge::models`) on the NPU straight from and into SYCL memory, checks the
+//! code by `testkit::models`) on the NPU straight from and into SYCL memory, checks the
 //! output against OpenVINO's CPU plugin, and shows that no copy was made.
 //!
 //! On a machine with an Intel NPU (`/dev/accel/accel*` and a system `libze_loader.so.1`) it uses
@@ -31,13 +31,13 @@
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context as _, Result};
-use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
 use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, DeviceType, LevelZeroOwnership, Platform};
-use npu_sycl_bridge::virtual_platform::{self, Selection, VirtualPlatform};
 use npu_sycl_bridge::ErrorKind;
+use testkit::models::{self, ReferenceModel};
+use testkit::virtual_platform::{self, Selection, VirtualPlatform};
 
 /// Prints a numbered step: the C++ line of the snippet and what the bridge does for it.
 fn step(n: u32, cpp: &str, rust: &str) {
@@ -133,7 +133,7 @@ fn run() -> Result<bool> {
 
     let m = models::convolution();
     println!(
-        "MODEL:    {} (built in code by npu_sycl_bridge::models): {} {} {} -> {} {} {}",
+        "MODEL:    {} (built in code by testkit::models): {} {} {} -> {} {} {}",
         m.name,
         m.inputs[0].name,
         m.inputs[0].element_type,

@@ -13,13 +13,13 @@
 use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context as _};
-use npu_sycl_bridge::models;
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{Core, Properties, Tensor};
 use npu_sycl_bridge::pool::NpuPool;
 use npu_sycl_bridge::strategy::SharedTensor;
 use npu_sycl_bridge::sycl::{self, ExportableDeviceMemory, Queue};
-use npu_sycl_bridge::virtual_platform::{self, Selection};
+use testkit::models;
+use testkit::virtual_platform::{self, Selection};
 
 const BUFFERS: usize = 8;
 const INFERENCES: usize = 1000;

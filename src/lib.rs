@@ -7,8 +7,9 @@
 //! for as long as OpenVINO can still touch it.
 //!
 //! Everything here runs under the unmodified OpenVINO 2026.4.1 NPU plugin and DPC++ 2026.2
-//! runtime. On machines without an Intel NPU the [`virtual_platform`] stands in for the Level Zero
-//! stack (a virtual Intel GPU and NPU); the tests and the example use it, and say so.
+//! runtime. On machines without an Intel NPU the virtual Level Zero platform (`crates/virtual-l0`,
+//! controlled through `testkit::virtual_platform`) stands in for the Level Zero stack (a virtual
+//! Intel GPU and NPU); the tests and the example use it, and say so.
 //!
 //! The whole zero-copy program, in ten lines:
 //!
@@ -16,7 +17,7 @@
 //! # #[cfg(feature = "sycl")] fn main() -> npu_sycl_bridge::Result<()> {
 //! use npu_sycl_bridge::openvino::{Core, ElementType::F32, Properties, TensorType};
 //! use npu_sycl_bridge::strategy::Auto;
-//! # let m = npu_sycl_bridge::models::fully_connected();
+//! # let m = testkit::models::fully_connected(); // npu-sycl-bridge-testkit: reference models
 //! # let (xml, weights, data) = (&m.xml, &m.weights, m.sample_input(0));
 //!
 //! let core = Core::new()?;
@@ -52,9 +53,11 @@
 //! | [`npu`] | [`NpuContext`](npu::NpuContext) (the plugin's context and its driver's capabilities) and the NPU memory paths: CPU_VA, dma-buf, L0 host tensors, [`PageAlignedBuffer`](npu::PageAlignedBuffer) | the NPU plugin |
 //! | [`sycl`] | SYCL platforms, devices, contexts (also from a native `ze_context_handle_t`, `keep` or `transfer`), queues, USM, dma-buf export/import | feature `sycl` |
 //! | [`strategy`] | the SYCL ⇄ NPU sharing strategies and [`Auto`] | feature `sycl` |
-//! | [`models`] | small reference models written as IR by Rust code, with a Rust reference implementation | — |
-//! | [`virtual_platform`] | the virtual Level Zero platform: [`activate`](virtual_platform::activate), [`select`](virtual_platform::select), counters, fault injection | `cargo build -p virtual-l0` |
 //! | [`error`] | the one [`Error`] with an [`ErrorKind`] to match on | — |
+//!
+//! The reference models and the control of the virtual Level Zero platform (activate, select,
+//! counters, fault injection) are in the development crate `npu-sycl-bridge-testkit`
+//! (`crates/testkit`: `testkit::models`, `testkit::virtual_platform`), for tests and examples.
 //!
 //! # Sharing strategies
 //! A strategy turns "SYCL memory" and "an NPU remote tensor" into one [`SharedTensor`]: the bytes
@@ -238,11 +241,9 @@ pub use error::{Error, ErrorKind, Path, Result};
 
 pub mod level_zero;
 pub mod memory;
-pub mod models;
 pub mod npu;
 pub mod openvino;
 pub mod pool;
-pub mod virtual_platform;
 
 #[cfg(feature = "sycl")]
 pub mod sycl;

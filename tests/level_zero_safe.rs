@@ -20,7 +20,7 @@ use common::npu::l0_device as find;
 
 /// The virtual platform: activated first in every test.
 mod vp {
-    use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+    use testkit::virtual_platform::{self, VirtualPlatform};
 
     pub fn activate() -> npu_sycl_bridge::Result<&'static VirtualPlatform> {
         virtual_platform::activate()

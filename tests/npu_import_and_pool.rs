@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation};
 use npu_sycl_bridge::memory::{MemoryKind, NpuMemory, RawMemory};
-use npu_sycl_bridge::models;
 use npu_sycl_bridge::npu::PageAlignedBuffer;
 use npu_sycl_bridge::openvino::{ElementType, KeepAlive, MemType, TensorType};
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
 use npu_sycl_bridge::{ErrorKind, Path};
+use testkit::models;
 
 mod common;
 

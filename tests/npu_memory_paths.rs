@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use npu_sycl_bridge::error::Aligned;
 use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation, MemoryKind};
 use npu_sycl_bridge::memory::RawMemory;
-use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::npu::{dup_fd, LaptopGeneration, NpuContext, PageAlignedBuffer};
 use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, MemType, Properties, RemoteTensor, Tensor, TensorType};
 use npu_sycl_bridge::{ErrorKind, Path};
+use testkit::models::{self, ReferenceModel};
 
 mod common;
 

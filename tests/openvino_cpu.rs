@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::{check_outputs, compile, cpu_properties, expected, sample_tensors};
-use npu_sycl_bridge::models;
 use npu_sycl_bridge::openvino::{Core, ElementType, Shape, Tensor, F16};
 use npu_sycl_bridge::ErrorKind;
+use testkit::models;
 
 fn core() -> Core {
     Core::new().expect("OpenVINO must be available (cargo xtask setup)")

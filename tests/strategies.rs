@@ -130,7 +130,6 @@ mod inner {
     use std::sync::Arc;
 
     use npu_sycl_bridge::level_zero as l0;
-    use npu_sycl_bridge::models::{self, ReferenceModel};
     use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, RemoteTensor, TensorType};
     use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
     use npu_sycl_bridge::sycl::{
@@ -138,6 +137,7 @@ mod inner {
         SyclMemory, UsmBuffer, UsmKind,
     };
     use npu_sycl_bridge::{ErrorKind, Path};
+    use testkit::models::{self, ReferenceModel};
 
     use super::common::npu::{core, counter, l0_device, open_fds, other_input, vp, NpuAndCpu};
     use super::CHILD_ENV;

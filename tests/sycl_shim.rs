@@ -10,8 +10,8 @@
 //!
 //! # The virtual platform
 //! Tests that need a GPU activate the virtual Level Zero platform
-//! (`npu_sycl_bridge::virtual_platform::activate()`, which loads `target/<profile>/libze_loader.so`:
-//! run `cargo build -p virtual-l0` first, as `cargo xtask test` does) and check its counters.
+//! (`testkit::virtual_platform::activate()`, which loads the `libze_loader.so` cargo built with this
+//! test: testkit depends on virtual-l0) and check its counters.
 #![cfg(feature = "sycl")]
 
 /// Marks a child run; its value is the adapter ("v1" or "v2") or "plain".
@@ -96,7 +96,7 @@ mod inner {
     };
     use npu_sycl_bridge::ErrorKind;
 
-    use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+    use testkit::virtual_platform::{self, VirtualPlatform};
 
     use super::CHILD_ENV;
 

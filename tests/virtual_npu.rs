@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex};
 
 use common::{compile, sample_tensors};
 use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver, ExternalMemoryTypes};
-use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::openvino::{
     CompiledModel, Core, ElementType, MemType, Properties, RemoteTensor, Tensor, TensorType,
 };
-use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+use testkit::models::{self, ReferenceModel};
+use testkit::virtual_platform::{self, VirtualPlatform};
 
 // ---------------------------------------------------------------------------------------------------
 // Harness: activation and the virtual platform's counters
@@ -26,7 +26,7 @@ use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
 
 /// Loads the virtual platform (idempotent); every test calls it before touching OpenVINO's NPU.
 fn activate() -> &'static VirtualPlatform {
-    virtual_platform::activate().expect("the virtual Level Zero platform must load (cargo build -p virtual-l0)")
+    virtual_platform::activate().expect("the virtual Level Zero platform must load")
 }
 
 /// Reads a counter of the virtual platform (`vl0_counter`).

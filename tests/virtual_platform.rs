@@ -1,5 +1,5 @@
 //! The virtual Level Zero platform (`crates/virtual-l0`) through its C ABI, loaded with
-//! `npu_sycl_bridge::virtual_platform::activate()`: export surface, loader surface, driver and
+//! `testkit::virtual_platform::activate()`: export surface, loader surface, driver and
 //! device enumeration, the per-driver allocation registries, dma-buf export/import, sysmem import,
 //! cross-driver handles, command execution, counters and fault injection.
 //!
@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use level_zero_sys::*;
 use npu_sycl_bridge::npu::PageAlignedBuffer;
-use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
+use testkit::virtual_platform::{self, VirtualPlatform};
 
 const CHILD_ENV: &str = "VL0_TEST_CHILD";
 

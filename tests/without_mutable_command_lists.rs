@@ -9,10 +9,10 @@
 mod common;
 
 use common::{compile, expected};
-use npu_sycl_bridge::models;
 use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
 use npu_sycl_bridge::openvino::{Core, ElementType};
-use npu_sycl_bridge::virtual_platform;
+use testkit::models;
+use testkit::virtual_platform;
 
 #[test]
 fn without_mutable_command_lists_user_memory_is_copied_not_shared() {

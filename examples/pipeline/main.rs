@@ -9,10 +9,10 @@
 mod stream;
 
 use anyhow::{ensure, Context as _};
-use npu_sycl_bridge::models;
 use npu_sycl_bridge::openvino::{Core, Properties, Tensor};
 use npu_sycl_bridge::strategy::Auto;
-use npu_sycl_bridge::virtual_platform::{self, Selection};
+use testkit::models;
+use testkit::virtual_platform::{self, Selection};
 
 const FRAMES: usize = 24;
 

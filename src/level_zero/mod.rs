@@ -60,7 +60,7 @@ pub(crate) fn api() -> Result<&'static sys::ZeApi> {
     sys::loader::api().map_err(|e| {
         Error::library(format!(
             "{e}. Install a Level Zero loader (libze_loader.so.1 ≥ 1.18.5), or call \
-             npu_sycl_bridge::virtual_platform::activate() first in tests"
+             testkit::virtual_platform::activate() (crate npu-sycl-bridge-testkit) first in tests"
         ))
     })
 }

@@ -36,7 +36,7 @@
 //! ([`NpuCapabilities::mutable_command_lists`]), every user tensor is copied.
 //!
 //! ```no_run
-//! use npu_sycl_bridge::models;
+//! use testkit::models;
 //! use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
 //! use npu_sycl_bridge::openvino::{Core, Properties, TensorType};
 //!

@@ -19,7 +19,7 @@
 //! thread), so when two threads fail at the same moment one may see the other's text.
 //!
 //! ```no_run
-//! use npu_sycl_bridge::models;
+//! use testkit::models;
 //! use npu_sycl_bridge::openvino::{Core, Properties, Tensor};
 //!
 //! # fn main() -> npu_sycl_bridge::Result<()> {

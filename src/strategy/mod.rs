@@ -58,7 +58,7 @@
 //!   anything read back. For imported memory the exporter decides the caching.
 //!
 //! ```no_run
-//! use npu_sycl_bridge::models;
+//! use testkit::models;
 //! use npu_sycl_bridge::npu::NpuContext;
 //! use npu_sycl_bridge::openvino::{Core, Properties, TensorType};
 //! use npu_sycl_bridge::strategy::Auto;

@@ -26,8 +26,8 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
-use crate::openvino::{ElementType, Shape, F16};
+use npu_sycl_bridge::openvino::{ElementType, Shape, F16};
+use npu_sycl_bridge::{Error, Result};
 
 /// The name, element type and shape of a model input or output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +88,8 @@ impl ReferenceModel {
     /// Computes the expected outputs (as bytes) from the inputs (as bytes), in Rust.
     ///
     /// # Errors
-    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a wrong number of inputs,
-    /// [`Size`](crate::ErrorKind::Size) for an input of the wrong byte size.
+    /// [`InvalidArgument`](npu_sycl_bridge::ErrorKind::InvalidArgument) for a wrong number of inputs,
+    /// [`Size`](npu_sycl_bridge::ErrorKind::Size) for an input of the wrong byte size.
     pub fn reference(&self, inputs: &[&[u8]]) -> Result<Vec<Vec<u8>>> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::invalid_argument(format!(

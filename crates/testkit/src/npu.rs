@@ -5,19 +5,19 @@
 use std::sync::OnceLock;
 
 use npu_sycl_bridge::level_zero::{Device, DeviceType, Driver};
-use npu_sycl_bridge::models::ReferenceModel;
 use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
 use npu_sycl_bridge::openvino::{
     CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType,
 };
-use npu_sycl_bridge::virtual_platform::{self, VirtualPlatform};
 use npu_sycl_bridge::{ErrorKind, Path};
 
-use super::cpu_properties;
+use crate::models::ReferenceModel;
+use crate::reference::cpu_properties;
+use crate::virtual_platform::{self, VirtualPlatform};
 
 /// The virtual platform, activated on first use.
 pub fn vp() -> &'static VirtualPlatform {
-    virtual_platform::activate().expect("activate the virtual platform (cargo build -p virtual-l0)")
+    virtual_platform::activate().expect("activate the virtual platform")
 }
 
 /// A virtual platform counter.
@@ -88,9 +88,13 @@ pub fn other_input(m: &ReferenceModel, i: usize) -> Vec<u8> {
 
 /// A reference model compiled for the NPU and (in f32) for the CPU plugin, and the NPU context.
 pub struct NpuAndCpu {
+    /// The model.
     pub m: ReferenceModel,
+    /// The model compiled for the NPU.
     pub npu_model: CompiledModel,
+    /// The model compiled for the CPU plugin, in f32.
     pub cpu_model: CompiledModel,
+    /// The NPU plugin's context (of `npu_model`).
     pub npu: NpuContext,
 }
 

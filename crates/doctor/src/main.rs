@@ -1,7 +1,7 @@
 //! `npu-sycl-doctor`: what works on this machine, tried rather than guessed.
 //!
 //! ```text
-//! cargo run --features sycl --bin npu-sycl-doctor [-- --json] [-- --virtual]
+//! cargo run -p npu-sycl-doctor [-- --json] [-- --virtual]
 //! ```
 //!
 //! It reports
@@ -17,14 +17,16 @@
 //! - what `Auto` chooses, with its decision report.
 //!
 //! The platform is chosen like the `forum_port` example does
-//! (`npu_sycl_bridge::virtual_platform::select`): the real NPU when `/dev/accel/accel*` exists and a
+//! (`testkit::virtual_platform::select`): the real NPU when `/dev/accel/accel*` exists and a
 //! system `libze_loader.so.1` opens, otherwise the virtual platform, which the report says first.
 //! `--virtual` forces the virtual platform.
 //!
 //! `--json` prints one JSON object instead of the table (same facts, same words for the statuses).
 //!
-//! The binary needs feature `sycl` (`[[bin]] required-features`): without SYCL there is no strategy
-//! to try, and a doctor that cannot try them would only be guessing.
+//! The crate always enables npu-sycl-bridge's feature `sycl`: without SYCL there is no strategy to
+//! try, and a doctor that cannot try them would only be guessing. Without an Intel NPU it runs on the
+//! virtual platform, which cargo builds along with the doctor (npu-sycl-bridge-testkit depends on
+//! virtual-l0).
 //!
 //! Exit status: 0 when at least one strategy works end to end, 1 when none does (or the platform
 //! cannot be set up), 2 for a bad command line.
@@ -34,13 +36,13 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use npu_sycl_bridge::level_zero::{self, sys, DeviceType, Driver, INTEL_NPU_DRIVER_UUID};
-use npu_sycl_bridge::models::{self, ReferenceModel};
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
 use npu_sycl_bridge::strategy::{Auto, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, Platform, UsmKind};
-use npu_sycl_bridge::virtual_platform::{self, Selection, VirtualPlatform};
 use npu_sycl_bridge::{Error, ErrorKind, Path};
+use testkit::models::{self, ReferenceModel};
+use testkit::virtual_platform::{self, Selection, VirtualPlatform};
 
 // ---- a small JSON writer (keeps the binary free of serde) --------------------------------------
 

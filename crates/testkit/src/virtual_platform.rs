@@ -6,16 +6,17 @@
 //! # Rust programs: [`activate`]
 //! [`activate`] loads the library by **absolute path** with `dlopen(RTLD_NOW | RTLD_GLOBAL)`. Its
 //! SONAME is `libze_loader.so.1`, so every later `dlopen("libze_loader.so.1")` in the process (the
-//! SYCL adapters, UMF, OpenVINO's NPU plugin, [`crate::level_zero`]) gets this instance. Call it
+//! SYCL adapters, UMF, OpenVINO's NPU plugin, [`npu_sycl_bridge::level_zero`]) gets this instance. Call it
 //! **before** anything opens a Level Zero loader; if a different `libze_loader.so.1` is already
-//! loaded it refuses with [`ErrorKind::Library`](crate::ErrorKind::Library).
+//! loaded it refuses with [`ErrorKind::Library`](npu_sycl_bridge::ErrorKind::Library).
 //!
-//! The path is `$NPU_SYCL_BRIDGE_VIRTUAL_L0` if set, else `<target>/<profile>/libze_loader.so` of
-//! this build (`cargo build -p virtual-l0` puts it there; `cargo xtask test` and
-//! `cargo xtask example` build it first).
+//! The path is `$NPU_SYCL_BRIDGE_VIRTUAL_L0` if set, else the `libze_loader.so` that cargo built with
+//! this build ([`default_path`]): testkit depends on `virtual-l0`, so every build that uses testkit
+//! (a test, an example, a dependent crate's tests) builds the virtual platform into its own target
+//! directory first. Nothing has to be built or set by hand.
 //!
 //! ```no_run
-//! let vp = npu_sycl_bridge::virtual_platform::activate()?;
+//! let vp = testkit::virtual_platform::activate()?;
 //! // ... use SYCL / OpenVINO's NPU ...
 //! println!("GPU bytes copied: {}", vp.counter("gpu.bytes_copied"));
 //! # Ok::<(), npu_sycl_bridge::Error>(())
@@ -45,7 +46,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use crate::error::{Error, Result};
+use npu_sycl_bridge::{Error, Result};
 
 /// Environment variable naming the virtual platform library to load.
 pub const PATH_ENV: &str = "NPU_SYCL_BRIDGE_VIRTUAL_L0";
@@ -68,19 +69,41 @@ pub struct VirtualPlatform {
 static ACTIVE: OnceLock<VirtualPlatform> = OnceLock::new();
 static ACTIVATING: Mutex<()> = Mutex::new(());
 
-/// The library this build would load: `$NPU_SYCL_BRIDGE_VIRTUAL_L0`, else
-/// `<target>/<profile>/libze_loader.so` of this build. `None` if neither is known.
-pub fn default_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os(PATH_ENV).filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
+/// The directory cargo wrote this build's virtual platform to (`<target>/<profile>/deps`), as
+/// virtual-l0's build script told testkit's.
+const BUILT_DIR: &str = env!("TESTKIT_VIRTUAL_L0_DIR");
+
+/// The library [`activate`] loads: `$NPU_SYCL_BRIDGE_VIRTUAL_L0` if set, else the virtual platform
+/// built with this build ([`built_path`]).
+pub fn default_path() -> PathBuf {
+    match std::env::var_os(PATH_ENV).filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => built_path(),
     }
-    option_env!("NPU_SYCL_BRIDGE_PROFILE_DIR").map(|d| Path::new(d).join("libze_loader.so"))
+}
+
+/// The virtual platform cargo built along with this build: `libze_loader.so` in the directory
+/// cargo writes dependencies' artifacts to. A `virtual-l0` from a path dependency (this workspace,
+/// a dependent's path dependency) is written under that exact name; one from a registry or git
+/// source carries cargo's hash (`libze_loader-<hash>.so`), and then the newest such file is taken.
+pub fn built_path() -> PathBuf {
+    let dir = Path::new(BUILT_DIR);
+    let exact = dir.join("libze_loader.so");
+    if exact.is_file() {
+        return exact;
+    }
+    let hashed = std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        name.starts_with("libze_loader-") && name.ends_with(".so")
+    });
+    hashed.max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok()).map(|e| e.path()).unwrap_or(exact)
 }
 
 /// Loads the virtual Level Zero platform into this process (idempotent). See the module docs.
 ///
 /// # Errors
-/// [`ErrorKind::Library`](crate::ErrorKind::Library) when the library is missing or cannot be
+/// [`ErrorKind::Library`](npu_sycl_bridge::ErrorKind::Library) when the library is missing or cannot be
 /// loaded, or when a different `libze_loader.so.1` is already loaded in the process.
 pub fn activate() -> Result<&'static VirtualPlatform> {
     if let Some(vp) = ACTIVE.get() {
@@ -174,15 +197,19 @@ fn load() -> Result<VirtualPlatform> {
             }
         };
     }
-    let path = default_path().ok_or_else(|| {
-        Error::library(format!(
-            "no virtual Level Zero platform path: set {PATH_ENV}, or build it with `cargo build -p virtual-l0`"
-        ))
-    })?;
+    let path = default_path();
     if !path.is_file() {
+        let why = if std::env::var_os(PATH_ENV).is_some_and(|p| !p.is_empty()) {
+            format!("${PATH_ENV} names it")
+        } else {
+            format!(
+                "cargo builds it with every build that uses testkit, since virtual-l0 is a dependency; it \
+                 is missing when the target directory was cleaned or moved after the build, or for a binary \
+                 installed elsewhere: rebuild, or point {PATH_ENV} at a libze_loader.so"
+            )
+        };
         return Err(Error::library(format!(
-            "the virtual Level Zero platform {} does not exist: build it with `cargo build -p virtual-l0` \
-             (`cargo xtask test` does), or point {PATH_ENV} at libze_loader.so",
+            "the virtual Level Zero platform {} does not exist ({why})",
             path.display()
         )));
     }
@@ -222,7 +249,7 @@ impl VirtualPlatform {
     /// A counter's value.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an unknown name.
+    /// [`ErrorKind::InvalidArgument`](npu_sycl_bridge::ErrorKind::InvalidArgument) for an unknown name.
     pub fn try_counter(&self, name: &str) -> Result<u64> {
         let c = CString::new(name).map_err(|_| Error::invalid_argument("counter name contains a NUL byte"))?;
         let mut v = 0u64;
@@ -237,7 +264,7 @@ impl VirtualPlatform {
     /// (a `ze_result_t`, e.g. `0x70000002` = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY).
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a name with a NUL byte.
+    /// [`ErrorKind::InvalidArgument`](npu_sycl_bridge::ErrorKind::InvalidArgument) for a name with a NUL byte.
     pub fn inject_fault(&self, function: &str, nth: u64, result: u32) -> Result<()> {
         let c = CString::new(function).map_err(|_| Error::invalid_argument("function name contains a NUL byte"))?;
         // SAFETY: a valid C string; the function follows the control ABI.

@@ -2,11 +2,10 @@
 //!
 //! Both are started as child processes (each picks its Level Zero platform and DPC++ adapter once
 //! per process). `--virtual` makes the doctor's answers the same on every machine: the virtual
-//! platform's GPU and NPU drivers, which the strategy tests also use. The example is the binary
-//! `cargo test` builds into `target/<profile>/examples/forum_port`.
-#![cfg(feature = "sycl")]
+//! platform's GPU and NPU drivers, which the strategy tests also use. The example belongs to
+//! npu-sycl-bridge, not to this crate, so the test asks cargo for it ([`forum_port`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
@@ -226,18 +225,47 @@ fn doctor_exits_non_zero_when_no_strategy_works() {
     assert!(bad.stderr.contains("usage: npu-sycl-doctor"), "{}", bad.context());
 }
 
-/// `target/<profile>/examples/forum_port`, built by `cargo test` (examples are built with the tests).
-fn forum_port() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe"); // target/<profile>/deps/doctor-<hash>
-    let profile_dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>");
-    let p = profile_dir.join("examples").join("forum_port");
-    assert!(
-        p.is_file(),
-        "{} does not exist: `cargo test --features sycl` builds it; with `--test doctor` alone run \
-         `cargo build --features sycl --example forum_port` first",
-        p.display()
-    );
-    p
+/// npu-sycl-bridge's `forum_port` example, as cargo builds it for this run (once per test process).
+///
+/// Cargo builds only this crate's own targets for its tests, so the test runs `cargo build --example
+/// forum_port` itself, in this workspace and this test's profile. It resolves features as `cargo xtask
+/// test` does (`--workspace --features npu-sycl-bridge/sycl`; resolving them for npu-sycl-bridge
+/// alone would build a second copy of the crate), so there it only finds the example fresh. The path
+/// is the one cargo reports for the artifact.
+fn forum_port() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        // This test's profile: target/<profile>/deps/doctor-<hash>.
+        let exe = std::env::current_exe().expect("current_exe");
+        let profile = exe.parent().and_then(Path::parent).and_then(Path::file_name).expect("target/<profile>");
+        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        cmd.current_dir(&workspace)
+            .args(["build", "--quiet", "--message-format=json", "--workspace", "--features", "npu-sycl-bridge/sycl"])
+            .args(["--example", "forum_port"]);
+        match profile.to_str() {
+            Some("debug") => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            _ => {
+                cmd.arg("--profile").arg(profile);
+            }
+        }
+        let out = cmd.output().expect("spawn cargo");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "cargo build --example forum_port failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "forum_port")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+            .unwrap_or_else(|| panic!("cargo reported no forum_port executable:\n{stdout}"))
+    })
 }
 
 #[test]

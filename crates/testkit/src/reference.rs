@@ -1,0 +1,51 @@
+//! Compile a [reference model](crate::models) for a device, feed it its sample inputs, and check its
+//! outputs against the model's Rust reference. Failures panic with the model's name: these are for
+//! tests.
+
+use npu_sycl_bridge::openvino::{CompiledModel, Core, InferRequest, Properties, Tensor};
+
+use crate::models::ReferenceModel;
+
+/// Properties that make the CPU plugin compute in f32 (it may otherwise pick bf16 or f16).
+pub fn cpu_properties() -> Properties {
+    Properties::new().set("INFERENCE_PRECISION_HINT", "f32")
+}
+
+/// Reads `m` from memory and compiles it for `device` (CPU: in f32).
+pub fn compile(core: &Core, m: &ReferenceModel, device: &str) -> CompiledModel {
+    let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap_or_else(|e| panic!("{}: {e}", m.name));
+    let props = if device == "CPU" { cpu_properties() } else { Properties::new() };
+    core.compile_model(&model, device, &props).unwrap_or_else(|e| panic!("{} on {device}: {e}", m.name))
+}
+
+/// Host tensors holding `m`'s sample inputs.
+pub fn sample_tensors(m: &ReferenceModel) -> Vec<Tensor> {
+    m.inputs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Tensor::from_bytes(d.element_type, d.shape.clone(), &m.sample_input(i)).unwrap())
+        .collect()
+}
+
+/// The reference outputs for `m`'s sample inputs.
+pub fn expected(m: &ReferenceModel) -> Vec<Vec<u8>> {
+    let ins = m.sample_inputs();
+    let refs: Vec<&[u8]> = ins.iter().map(|v| v.as_slice()).collect();
+    m.reference(&refs).unwrap()
+}
+
+/// Reads every output of `request` and checks it against the reference within `m`'s tolerance;
+/// returns the outputs' bytes.
+pub fn check_outputs(m: &ReferenceModel, request: &mut InferRequest) -> Vec<Vec<u8>> {
+    let want = expected(m);
+    (0..m.outputs.len())
+        .map(|i| {
+            let t = request.output_tensor(i).unwrap();
+            let got = t.bytes().unwrap().to_vec();
+            if let Err(e) = m.compare(i, &want[i], &got) {
+                panic!("{}: {e}", m.name);
+            }
+            got
+        })
+        .collect()
+}
