@@ -1,7 +1,13 @@
 //! Finds the native runtimes npu-sycl-bridge needs: OpenVINO's C library and the DPC++ (SYCL) runtime.
 //!
 //! Used by the main crate's `build.rs` (to bake in a default location and, with feature `sycl`, to
-//! compile and link the C++ shim), at run time (to load OpenVINO), and by `cargo xtask` and the doctor.
+//! compile and link the C++ shim), at run time (to load OpenVINO), and by `cargo xtask`.
+//!
+//! **No search starts a process.** Step 3 below (a package of `python3`) is answered by this crate's
+//! build script, which runs `python3` once per build and bakes the directories it reports in; at run
+//! time the searches only read environment variables and look at files. A package pip-installed
+//! after native-finder was built is seen once it is rebuilt (a change of `PATH`, `VIRTUAL_ENV`,
+//! `CONDA_PREFIX` or `PYTHONPATH` rebuilds it; so does `cargo clean -p native-finder`).
 //!
 //! OpenVINO is probed in this order (the first hit wins):
 //!
@@ -9,7 +15,7 @@
 //! |---|-------|--------------------|
 //! | 1 | `$OPENVINO_INSTALL_DIR`, `$INTEL_OPENVINO_DIR` (setupvars.sh) | `runtime/lib/intel64/libopenvino_c.so*` |
 //! | 2 | `$OpenVINO_DIR` (a CMake config dir) | `../lib/intel64`, `../libs` relative to it |
-//! | 3 | a pip-installed `openvino` of `python3` on `PATH` | `<package>/libs/libopenvino_c.so.*` |
+//! | 3 | a pip-installed `openvino` of `python3` on `PATH` when native-finder was built | `<package>/libs/libopenvino_c.so.*` |
 //! | 4 | APT and archive paths | `/usr/lib/x86_64-linux-gnu`, `/opt/intel/openvino*/runtime/lib/intel64` |
 //! | 5 | the provisioned prefix (`cargo xtask setup`) | `<prefix>/lib/python3*/site-packages/openvino/libs` |
 //!
@@ -19,7 +25,7 @@
 //! |---|-------|--------------------|
 //! | 1 | `$SYCL_ROOT`, `$CMPLR_ROOT`, `$ONEAPI_ROOT/compiler/latest` (setvars.sh) | `include/sycl/sycl.hpp`, `lib/libsycl.so*` |
 //! | 2 | `icpx` on `PATH` | the same, relative to `<bin>/..` |
-//! | 3 | a pip-installed `intel-sycl-rt` of `python3` on `PATH` | the same, under `sys.prefix` |
+//! | 3 | a pip-installed `intel-sycl-rt` of `python3` on `PATH` when native-finder was built | the same, under `sys.prefix` |
 //! | 4 | the provisioned prefix | the same, under `<prefix>` |
 //!
 //! The provisioned prefix is `$NPU_SYCL_BRIDGE_HOME/prefix`, where `NPU_SYCL_BRIDGE_HOME` defaults to
@@ -28,7 +34,6 @@
 use std::env;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Where a runtime was found, and why that place was chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,14 +122,16 @@ fn find_lib(dir: &Path, stem: &str) -> Option<PathBuf> {
     hits.iter().find(|p| p.file_name().unwrap().to_string_lossy() != stem).or(hits.first()).cloned()
 }
 
-/// Runs `python3 -c <code>` and returns its trimmed stdout, if it succeeded.
-fn python(code: &str) -> Option<String> {
-    let out = Command::new("python3").args(["-c", code]).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (!s.is_empty()).then_some(s)
+/// The directory of the `openvino` package of `python3` on `PATH`, as this crate's build script
+/// found it (no process is started at run time).
+fn pip_openvino() -> Option<&'static Path> {
+    Some(env!("NATIVE_FINDER_PIP_OPENVINO")).filter(|d| !d.is_empty()).map(Path::new)
+}
+
+/// `sys.prefix` of the `python3` on `PATH` that has `intel-sycl-rt` installed, as this crate's build
+/// script found it.
+fn pip_sycl_prefix() -> Option<&'static Path> {
+    Some(env!("NATIVE_FINDER_PIP_SYCL_PREFIX")).filter(|d| !d.is_empty()).map(Path::new)
 }
 
 fn site_packages_dirs(prefix: &Path) -> Vec<PathBuf> {
@@ -204,15 +211,13 @@ pub fn find_openvino() -> Result<Found, NotFound> {
         }
         None => probe.miss("$OpenVINO_DIR", "not set"),
     }
-    match python("import openvino, os; print(os.path.dirname(openvino.__file__))") {
+    match pip_openvino() {
         Some(pkg) => {
-            if let Some(f) =
-                openvino_python_package(Path::new(&pkg), "pip-installed openvino (python3 on PATH)", &mut probe)
-            {
+            if let Some(f) = openvino_python_package(pkg, "pip-installed openvino (python3 on PATH)", &mut probe) {
                 return Ok(f);
             }
         }
-        None => probe.miss("python3 on PATH", "no importable `openvino` package"),
+        None => probe.miss("python3 on PATH when native-finder was built", "no importable `openvino` package"),
     }
     let mut system =
         vec![PathBuf::from("/usr/lib/x86_64-linux-gnu"), PathBuf::from("/usr/lib64"), PathBuf::from("/usr/local/lib")];
@@ -282,13 +287,13 @@ pub fn find_sycl() -> Result<Found, NotFound> {
         }
         None => probe.miss("icpx on PATH", "not found"),
     }
-    match python("import importlib.metadata as m, sys; m.distribution('intel-sycl-rt'); print(sys.prefix)") {
+    match pip_sycl_prefix() {
         Some(prefix) => {
-            if let Some(f) = sycl_in(Path::new(&prefix), "pip-installed intel-sycl-rt (python3 on PATH)", &mut probe) {
+            if let Some(f) = sycl_in(prefix, "pip-installed intel-sycl-rt (python3 on PATH)", &mut probe) {
                 return Ok(f);
             }
         }
-        None => probe.miss("python3 on PATH", "no installed `intel-sycl-rt` distribution"),
+        None => probe.miss("python3 on PATH when native-finder was built", "no installed `intel-sycl-rt` distribution"),
     }
     if let Some(f) = sycl_in(&provisioned_prefix(), "provisioned prefix", &mut probe) {
         return Ok(f);
