@@ -140,7 +140,10 @@ fn gates() -> Result<(), String> {
             .args(["--", "-D", "warnings"]),
     )?;
     run_cmd(
-        cargo().args(["doc", "--no-deps", "--all-features"]).env("DOCS_RS", "1").env("RUSTDOCFLAGS", "-D warnings"),
+        cargo()
+            .args(["doc", "--no-deps", "--all-features", "--package", "npu-sycl-bridge"])
+            .env("DOCS_RS", "1")
+            .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     run_cmd(cargo().args(["test", "--package", "npu-sycl-bridge"]).env_remove("VL0_PROFILE"))
 }
