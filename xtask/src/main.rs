@@ -2,8 +2,10 @@
 //!
 //! - `setup`: install what a fresh machine lacks (Debian build tools, the pinned PyPI runtimes into
 //!   a project-owned prefix). Idempotent and cached: a second run checks a stamp and returns.
-//! - `test`: `setup`, build the virtual Level Zero platform, run the whole suite
-//!   (`cargo test --workspace --features sycl`), then the C++/CMake tests (ctest).
+//! - `test`: `setup`, build the virtual Level Zero platform (for the C++ tests; Rust tests get it
+//!   through testkit), the gates, a dependent crate built on its own (`tests/consumer`, once), then
+//!   per laptop profile the whole suite (`cargo test --workspace --features npu-sycl-bridge/sycl`)
+//!   and the C++/CMake tests (ctest).
 //! - `example`: `setup`, build the virtual platform, run `examples/forum_port.rs`.
 //! - `valgrind`: the virtual platform's own tests (its unit tests and `tests/virtual_platform.rs`,
 //!   child processes included) under valgrind's leak checker; fails on any definite or indirect leak
@@ -152,6 +154,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     setup::run(false)?;
     build_virtual_platform()?;
     gates()?;
+    consumer_test()?;
     let profiles: Vec<String> = match std::env::var("VL0_PROFILE") {
         Ok(p) => vec![p],
         Err(_) => TEST_PROFILES.iter().map(|p| p.to_string()).collect(),
@@ -166,6 +169,30 @@ fn test(extra: &[String]) -> Result<(), String> {
         cmake_tests(profile).map_err(|e| format!("VL0_PROFILE={profile}: {e}"))?;
     }
     Ok(())
+}
+
+/// A crate outside the workspace that depends on npu-sycl-bridge and testkit by path
+/// (`tests/consumer`), built the way a user builds theirs: offline with this workspace's Cargo.lock,
+/// in a target directory of its own (`<target>/consumer`, where nothing of this workspace's build
+/// is), and with no `NPU_SYCL_BRIDGE_VIRTUAL_L0`. Its test activates the virtual platform that cargo
+/// built for it, runs one inference of a reference model on the virtual NPU and compares it with
+/// the reference. Its own target directory because cargo names a path dependency's cdylib without a
+/// hash (`deps/libze_loader.so`): in a shared one, two builds whose dependency graphs differ (this
+/// one and the workspace's) would write the same file.
+fn consumer_test() -> Result<(), String> {
+    eprintln!("xtask test: a dependent crate (tests/consumer) gets the virtual platform with its build");
+    let dir = root().join("tests/consumer");
+    let lock = dir.join("Cargo.lock");
+    std::fs::copy(root().join("Cargo.lock"), &lock)
+        .map_err(|e| format!("copy Cargo.lock to {}: {e}", lock.display()))?;
+    run_cmd(
+        cargo()
+            .args(["test", "--offline", "--manifest-path"])
+            .arg(dir.join("Cargo.toml"))
+            .env("CARGO_TARGET_DIR", target_dir()?.join("consumer"))
+            .env_remove("NPU_SYCL_BRIDGE_VIRTUAL_L0")
+            .env_remove("VL0_PROFILE"),
+    )
 }
 
 /// The C++/CMake integration (CMakeLists.txt), built and run with ctest, when it exists.
