@@ -41,8 +41,8 @@
 //! memory out again and again with its import kept.
 //!
 //! `examples/forum_port.rs` (`cargo xtask example`) is the long form of this: the forum's C++
-//! snippet ported step by step. `npu-sycl-doctor` (`cargo run --features sycl --bin
-//! npu-sycl-doctor [-- --json]`) tries every strategy on the machine it runs on and prints what
+//! snippet ported step by step. `npu-sycl-doctor` (`cargo run -p npu-sycl-doctor [-- --json]`,
+//! `crates/doctor`) tries every strategy on the machine it runs on and prints what
 //! works.
 //!
 //! # Layers
@@ -207,12 +207,12 @@
 //! ([`DmaBuf`]) or as page-aligned USM ([`CpuVa`]), or let [`Auto`] choose. Proved by
 //! `tests/strategies.rs` (`card_path_on_the_npu_context_is_unsupported_v1`/`_v2`,
 //! `cross_driver_make_context_is_an_error_v1`/`_v2`, `auto_picks_dma_buf_and_says_why_v1`/`_v2`),
-//! `tests/sycl_shim.rs` (`cross_driver_make_context_is_an_error_v1`/`_v2`), `tests/doctor.rs` and
+//! `tests/sycl_shim.rs` (`cross_driver_make_context_is_an_error_v1`/`_v2`), `crates/doctor/tests/doctor.rs` and
 //! `examples/forum_port.rs` (steps 5 and 6).
 //!
 //! # Feature `sycl`
 //! Compiles the C++ SYCL shim (host-only, built with g++ or icpx against the DPC++ headers) and
-//! enables [`sycl`], [`strategy`], the `forum_port` example and the `npu-sycl-doctor` binary.
+//! enables [`sycl`], [`strategy`] and the `forum_port` example (`npu-sycl-doctor` turns it on).
 //! Without it the crate still builds and runs the OpenVINO, Level Zero and NPU layers.
 //!
 #![cfg_attr(

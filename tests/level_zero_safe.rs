@@ -1,7 +1,7 @@
 //! The safe Level Zero layer against the virtual platform: discovery, owned and borrowed contexts,
 //! allocation queries, allocations, dma-buf export and import, and error reporting.
 //!
-//! Every test calls `vp::activate()` first (the crate's `virtual_platform::activate()`).
+//! Every test calls `vp::activate()` first (`testkit::virtual_platform::activate()`).
 
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
