@@ -141,12 +141,15 @@ fn gates() -> Result<(), String> {
             .args(["clippy", "--workspace", "--exclude", "level-zero-codegen", "--all-targets", "--all-features"])
             .args(["--", "-D", "warnings"]),
     )?;
-    run_cmd(
-        cargo()
-            .args(["doc", "--no-deps", "--all-features", "--package", "npu-sycl-bridge"])
-            .env("DOCS_RS", "1")
-            .env("RUSTDOCFLAGS", "-D warnings"),
-    )?;
+    // The library, as docs.rs builds it; then the development crate a dependent reads (also published).
+    for package in ["npu-sycl-bridge", "npu-sycl-bridge-testkit"] {
+        run_cmd(
+            cargo()
+                .args(["doc", "--no-deps", "--all-features", "--package", package])
+                .env("DOCS_RS", "1")
+                .env("RUSTDOCFLAGS", "-D warnings"),
+        )?;
+    }
     run_cmd(cargo().args(["test", "--package", "npu-sycl-bridge"]).env_remove("VL0_PROFILE"))
 }
 

@@ -8,7 +8,7 @@
 //! |--------|------|
 //! | [`models`] | small reference models written as IR by Rust code, with a Rust reference implementation |
 //! | [`virtual_platform`] | the virtual Level Zero platform: [`activate`](virtual_platform::activate), [`select`](virtual_platform::select), counters, fault injection |
-//! | [`reference`] | compile a reference model, feed it its sample inputs, check outputs against the reference |
+//! | [`reference`](mod@reference) | compile a reference model, feed it its sample inputs, check outputs against the reference |
 //! | [`npu`] | the NPU tests' setup on the virtual platform: one Core per process, a model compiled for the NPU and the CPU plugin, comparisons |
 //! | [`child`] | the SYCL tests' child-process harness (one DPC++ adapter per process) |
 //!
