@@ -2,8 +2,8 @@
 //! platform (cargo built it with this test), the test activates it, runs one inference of a
 //! reference model on the virtual NPU and compares the result with the model's Rust reference.
 
-use npu_sycl_bridge::openvino::{Core, Tensor};
-use testkit::{models, virtual_platform};
+use npu_sycl_bridge::openvino::Core;
+use testkit::{models, reference, virtual_platform};
 
 #[test]
 fn one_inference_on_the_virtual_npu_equals_the_reference() {
@@ -27,19 +27,12 @@ fn one_inference_on_the_virtual_npu_equals_the_reference() {
     let core = Core::new().unwrap();
     assert!(core.available_devices().unwrap().iter().any(|d| d == "NPU"), "OpenVINO sees the virtual NPU");
     let m = models::fully_connected();
-    let inputs: Vec<Tensor> = m
-        .inputs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| Tensor::from_bytes(d.element_type, d.shape.clone(), &m.sample_input(i)).unwrap())
-        .collect();
     let inferences = vp.counter("npu.inferences");
-    let outputs = npu_sycl_bridge_consumer::infer_once(&core, &m.xml, &m.weights, "NPU", &inputs).unwrap();
+    let outputs =
+        npu_sycl_bridge_consumer::infer_once(&core, &m.xml, &m.weights, "NPU", &reference::sample_tensors(&m)).unwrap();
     assert_eq!(vp.counter("npu.inferences"), inferences + 1, "one inference ran on the virtual NPU");
 
-    let samples = m.sample_inputs();
-    let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
-    let want = m.reference(&refs).unwrap();
+    let want = reference::expected(&m);
     assert_eq!(outputs.len(), want.len());
     for (i, (w, got)) in want.iter().zip(&outputs).enumerate() {
         m.compare(i, w, got).unwrap_or_else(|e| panic!("{}: NPU output {i} differs from the reference: {e}", m.name));
