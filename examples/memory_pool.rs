@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context as _};
 use npu_sycl_bridge::npu::NpuContext;
-use npu_sycl_bridge::openvino::{Core, Properties, Tensor};
+use npu_sycl_bridge::openvino::{Core, Properties};
 use npu_sycl_bridge::pool::NpuPool;
 use npu_sycl_bridge::strategy::SharedTensor;
 use npu_sycl_bridge::sycl::{self, ExportableDeviceMemory, Queue};
@@ -42,7 +42,7 @@ fn main() -> anyhow::Result<()> {
     let m = models::fully_connected();
     let model = core.read_model_from_memory(&m.xml, &m.weights)?;
     let compiled = core.compile_model(&model, "NPU", &Properties::new())?;
-    let cpu = core.compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32"))?;
+    let cpu = core.compile_model(&model, "CPU", &testkit::reference::cpu_properties())?;
     let npu = NpuContext::from_compiled_model(&compiled)?;
     let (din, dout) = (&m.inputs[0], &m.outputs[0]);
 
@@ -61,21 +61,8 @@ fn main() -> anyhow::Result<()> {
     let pool = NpuPool::from_buffers(&npu, buffers)?;
 
     // Two inputs in turn: the sample and its negation.
-    let negated: Vec<u8> = m
-        .sample_input(0)
-        .chunks_exact(4)
-        .flat_map(|c| (-f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_le_bytes())
-        .collect();
-    let inputs = [m.sample_input(0), negated];
-    let expected: Vec<Vec<u8>> = inputs
-        .iter()
-        .map(|x| -> anyhow::Result<Vec<u8>> {
-            let mut r = cpu.create_infer_request()?;
-            r.set_input_tensor(0, &Tensor::from_bytes(din.element_type, din.shape.clone(), x)?)?;
-            r.infer()?;
-            Ok(r.output_tensor(0)?.bytes()?.to_vec())
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let inputs = [m.sample_input(0), testkit::npu::other_input(&m, 0)];
+    let expected = testkit::reference::cpu_outputs(&cpu, &m, &inputs);
 
     let mut requests = [compiled.create_infer_request()?, compiled.create_infer_request()?];
     let mut warm = None;

@@ -9,7 +9,7 @@
 mod stream;
 
 use anyhow::{ensure, Context as _};
-use npu_sycl_bridge::openvino::{Core, Properties, Tensor};
+use npu_sycl_bridge::openvino::{Core, Properties};
 use npu_sycl_bridge::strategy::Auto;
 use testkit::models;
 use testkit::virtual_platform::{self, Selection};
@@ -28,7 +28,7 @@ fn main() -> anyhow::Result<()> {
     let m = models::large_input();
     let model = core.read_model_from_memory(&m.xml, &m.weights)?;
     let compiled = core.compile_model(&model, "NPU", &Properties::new())?;
-    let cpu = core.compile_model(&model, "CPU", &Properties::new().set("INFERENCE_PRECISION_HINT", "f32"))?;
+    let cpu = core.compile_model(&model, "CPU", &testkit::reference::cpu_properties())?;
     let (din, dout) = (&m.inputs[0], &m.outputs[0]);
 
     let auto = Auto::for_model(&compiled)?;
@@ -43,15 +43,7 @@ fn main() -> anyhow::Result<()> {
         .map(|f| (0..elements).flat_map(|i| (((i + 7 * f) % 97) as f32 / 8.0 - 6.0).to_le_bytes()).collect())
         .collect();
     let frame_refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-    let expected: Vec<Vec<u8>> = frames
-        .iter()
-        .map(|x| -> anyhow::Result<Vec<u8>> {
-            let mut r = cpu.create_infer_request()?;
-            r.set_input_tensor(0, &Tensor::from_bytes(din.element_type, din.shape.clone(), x)?)?;
-            r.infer()?;
-            Ok(r.output_tensor(0)?.bytes()?.to_vec())
-        })
-        .collect::<anyhow::Result<_>>()?;
+    let expected = testkit::reference::cpu_outputs(&cpu, &m, &frames);
 
     let mut mismatch = None;
     let mut check = |f: usize, got: &[u8]| {

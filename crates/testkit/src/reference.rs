@@ -18,6 +18,22 @@ pub fn compile(core: &Core, m: &ReferenceModel, device: &str) -> CompiledModel {
     core.compile_model(&model, device, &props).unwrap_or_else(|e| panic!("{} on {device}: {e}", m.name))
 }
 
+/// What OpenVINO's CPU plugin (`cpu`, `m` compiled for "CPU") outputs for each of `inputs`, one
+/// input per run, for models with one input and one output: the reference the examples check the
+/// NPU against.
+pub fn cpu_outputs(cpu: &CompiledModel, m: &ReferenceModel, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let d = &m.inputs[0];
+    inputs
+        .iter()
+        .map(|x| {
+            let mut r = cpu.create_infer_request().unwrap();
+            r.set_input_tensor(0, &Tensor::from_bytes(d.element_type, d.shape.clone(), x).unwrap()).unwrap();
+            r.infer().unwrap_or_else(|e| panic!("{} on the CPU plugin: {e}", m.name));
+            r.output_tensor(0).unwrap().bytes().unwrap().to_vec()
+        })
+        .collect()
+}
+
 /// Host tensors holding `m`'s sample inputs.
 pub fn sample_tensors(m: &ReferenceModel) -> Vec<Tensor> {
     m.inputs
