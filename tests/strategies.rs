@@ -682,6 +682,9 @@ mod inner {
         assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
         ra.wait().unwrap();
         rb.infer().unwrap();
+        // An inference that starts once the SYCL write it reads has finished.
+        in_b.write_async(0, &y).unwrap().then_start(&mut rb).unwrap();
+        rb.wait().unwrap();
 
         // Results read back asynchronously, then waited for.
         let (mut got_a, mut got_b) = (vec![0u8; dout.byte_size()], vec![0u8; dout.byte_size()]);

@@ -77,11 +77,10 @@ impl Stream {
                     result(f - 2, &out);
                 }
                 let other_busy = self.requests[1 - k].is_running();
-                self.inputs[k].write_async(0, frame)?.wait()?;
+                self.inputs[k].write_async(0, frame)?.then_start(&mut self.requests[k])?;
                 if other_busy && self.requests[1 - k].is_running() {
                     overlapping += 1;
                 }
-                self.requests[k].start_async()?;
             }
             // Drain: the last two frames, in order.
             for f in frames.len().saturating_sub(2)..frames.len() {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use super::{shared_system_not_reached, StrategyKind};
 use crate::error::{Error, Result};
 use crate::memory::MemoryKind;
-use crate::openvino::{BindableSealed, ElementType, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorHandle};
+use crate::openvino::{
+    BindableSealed, ElementType, InferRequest, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorHandle,
+};
 use crate::sycl::{self, Pod, Queue, SyclMemory};
 
 /// One buffer seen by SYCL and by the NPU: the SYCL memory (USM, exportable device memory, or for
@@ -386,6 +388,13 @@ impl PendingSycl<'_> {
     pub fn wait(mut self) -> Result<()> {
         self.waited = true;
         self.queue.wait()
+    }
+
+    /// Waits for the copy, then starts `request`'s inference (which may use the tensor now): the
+    /// inference starts only after the SYCL write it depends on has finished.
+    pub fn then_start(self, request: &mut InferRequest) -> Result<()> {
+        self.wait()?;
+        request.start_async()
     }
 }
 
