@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -29,6 +30,12 @@ DeviceType to_device_type(sycl::info::device_type t) {
     case sycl::info::device_type::custom: return DeviceType::custom;
     default: return DeviceType::unknown;
   }
+}
+
+// Whether `a` is an open fd of the same file as the open fd `b`.
+bool same_open_file(int a, int b) {
+  struct stat sa {}, sb {};
+  return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 // A duplicate of fd (close-on-exec), or an exception naming what it was for.
@@ -379,6 +386,9 @@ ImportedLinearMemory import_dma_buf(int fd, std::size_t size, const sycl::device
       syclex::release_external_memory(out.external, dev, ctx);
     } catch (...) {
     }
+    // UR imports at map time (zeMemAllocDevice with the fd); the driver closes the duplicate only
+    // when that import succeeds. If it is still ours (open, on the same buffer), close it.
+    if (consumed && same_open_file(given, fd)) ::close(given);
     throw;
   }
   return out;

@@ -232,6 +232,9 @@ impl Context {
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn export_dma_buf(&self, ptr: *const c_void) -> Result<OwnedFd> {
         let api = api()?;
+        // Who owns the fd is known before the driver makes one: nothing can fail between the export
+        // and taking ownership of it (a failure there would leak the fd).
+        let driver_owns_fd = self.driver().fd_rules()?.export_fd_owned_by_driver;
         let mut export = sys::ze_external_memory_export_fd_t {
             stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD,
             pNext: std::ptr::null(),
@@ -252,7 +255,7 @@ impl Context {
             return Err(Error::unsupported(Path::DmaBuf, "the driver returned no fd for the export")
                 .explain("a GPU driver exports only memory allocated exportable (Context::alloc_device_exportable)"));
         }
-        if self.driver().fd_rules()?.export_fd_owned_by_driver {
+        if driver_owns_fd {
             // SAFETY: the driver's own open fd, valid while the allocation lives (the caller's
             // allocation is alive for this call); we duplicate it at once.
             return dup_fd(unsafe { BorrowedFd::borrow_raw(export.fd) });
