@@ -450,6 +450,27 @@ fn import_sysmem(req: &Request, p: usize, len: usize) -> ZeResult<(usize, usize,
     Ok((p, len, read_only))
 }
 
+/// The alignment a GPU allocation gets. compute-runtime checks no alignment (`context.cpp`
+/// `allocHostMem`/`allocDeviceMem`/`allocSharedMem` pass it on; the spec's
+/// `UNSUPPORTED_ALIGNMENT` for one that is not a power of two comes from the validation layer
+/// only), so every value is accepted. `SVMAllocsManager` (`unified_memory_manager.cpp`) rounds it
+/// up to a multiple of the allocation's page size with `alignUpNonZero` (0 → the page size):
+/// 64 KiB for device memory (`createUnifiedMemoryAllocation`), 4 KiB for host memory on an
+/// integrated GPU (`createHostUnifiedMemoryAllocation`). A value that is not a power of two then
+/// reaches address arithmetic that assumes one (`alignUp`, whose power-of-two check is compiled out
+/// in release builds, `debug_helpers.h`); here it is rounded up to the next power of two. Host
+/// and shared memory keep this platform's smaller default (64 bytes below 4 KiB).
+fn gpu_alignment(kind: MemKind, align: usize) -> usize {
+    let align = align.checked_next_power_of_two().unwrap_or(1 << (usize::BITS - 1));
+    match kind {
+        MemKind::Device => align.max(DEVICE_PAGE),
+        _ => align,
+    }
+}
+
+/// The page size compute-runtime aligns device allocations to (`MemoryConstants::pageSize64k`).
+pub const DEVICE_PAGE: usize = 64 << 10;
+
 static NEXT_NPU_VA: AtomicU64 = AtomicU64::new(NPU_VA_BASE);
 
 /// Allocates (or imports) memory as described by `req` and the `pNext` chains in `chains`
@@ -465,9 +486,13 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
     if req.size == 0 || req.size > limit {
         return Err(ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
     }
-    if req.align != 0 && !req.align.is_power_of_two() {
-        return Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
-    }
+    let req = match req.driver {
+        DriverKind::Gpu => Request { align: gpu_alignment(req.kind, req.align), ..req },
+        DriverKind::Npu if req.align != 0 && !req.align.is_power_of_two() => {
+            return Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        }
+        DriverKind::Npu => req,
+    };
     // SAFETY: per the contract.
     let ext = unsafe { extensions(req.driver, chains) }?;
     let prefix = req.driver.prefix();
@@ -746,7 +771,10 @@ mod tests {
         // SAFETY: no chains.
         unsafe {
             assert_eq!(allocate(req(DriverKind::Gpu, 0, 0), &[]), Err(ZE_RESULT_ERROR_UNSUPPORTED_SIZE));
-            assert_eq!(allocate(req(DriverKind::Gpu, 8, 3), &[]), Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT));
+            assert_eq!(allocate(req(DriverKind::Npu, 8, 3), &[]), Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT));
+            let p = allocate(req(DriverKind::Gpu, 8, 3), &[]).unwrap();
+            assert_eq!(p as usize % 4, 0, "GPU: any alignment, rounded up to a power of two");
+            free(DriverKind::Gpu, p).unwrap();
             let p = allocate(req(DriverKind::Gpu, 8, 1 << 16), &[]).unwrap();
             assert_eq!(p as usize % (1 << 16), 0);
             free(DriverKind::Gpu, p).unwrap();
