@@ -595,7 +595,11 @@ fn allocation_registry() {
         // Zero size and bad alignment.
         let mut p: *mut c_void = std::ptr::null_mut();
         assert_eq!(a.zeMemAllocHost(gctx, &hd, 0, 0, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
-        assert_eq!(a.zeMemAllocHost(gctx, &hd, 16, 3, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        // The NPU refuses an alignment that is not a power of two; compute-runtime checks none.
+        assert_eq!(a.zeMemAllocHost(nctx, &hd, 16, 3, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        ok(a.zeMemAllocHost(gctx, &hd, 16, 3, &mut p), "GPU, alignment 3");
+        assert_eq!(p as usize % 4, 0);
+        free(gctx, p);
         destroy_contexts(&[gctx, nctx]);
     }
 }
@@ -1238,6 +1242,31 @@ fn sysmem_import_pins_like_the_kernel() {
 }
 
 /// Child-process bodies (return at once unless started by `run_child`).
+/// Command semantics as compute-runtime's: immediate append of regular lists (from the build that
+/// has it), SYNCHRONOUS queues, appends to a closed list, `zeMemAllocDevice` alignments. Per build:
+/// the default (26.14.37833), one that has the entry point but does not advertise it (24.22..24.52)
+/// and one before it.
+#[test]
+fn gpu_command_semantics_follow_compute_runtime() {
+    for build in ["37833", "30000", "29000"] {
+        run_child("command_semantics", &[("VL0_GPU_DRIVER_BUILD", build)]);
+    }
+}
+
+/// A process that exits with work still pending on events nobody will signal (GPU queue, GPU
+/// immediate list, NPU queue) exits cleanly: status 0, no signal, and the platform's exit handler
+/// ended its queue threads and dropped the pending work (its `VL0_TRACE` report).
+#[test]
+fn exit_with_pending_work_is_clean() {
+    let err = run_child("exit_pending", &[("VL0_TRACE", "1")]);
+    let report =
+        err.lines().find(|l| l.starts_with("virtual-l0: exit: ")).unwrap_or_else(|| panic!("no exit report:\n{err}"));
+    assert!(report.contains(" 0 still running"), "{report}");
+    let threads: u32 = report.trim_start_matches("virtual-l0: exit: ").split(' ').next().unwrap().parse().unwrap();
+    assert!(threads >= 3, "{report}");
+    assert!(!err.contains("panicked") && !err.contains("Aborted"), "{err}");
+}
+
 mod inner {
     use super::*;
 
@@ -1627,6 +1656,292 @@ mod inner {
                 assert_eq!(a.zeContextGetStatus(ctx), ZE_RESULT_ERROR_INVALID_ARGUMENT);
                 ok(a.zeContextGetStatus(ctx), "third");
             }
+        });
+    }
+
+    /// A GPU context, device, regular and immediate lists and queues for the command tests.
+    struct Gpu {
+        ctx: ze_context_handle_t,
+        dev: ze_device_handle_t,
+    }
+
+    impl Gpu {
+        fn new() -> Gpu {
+            let gpu = drivers().0;
+            Gpu { ctx: context(gpu), dev: device_of(gpu) }
+        }
+        fn list(&self) -> ze_command_list_handle_t {
+            let mut d: ze_command_list_desc_t = zeroed();
+            d.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+            let mut l = std::ptr::null_mut();
+            // SAFETY: valid handles, descriptor and out-parameter.
+            ok(unsafe { api().zeCommandListCreate(self.ctx, self.dev, &d, &mut l) }, "zeCommandListCreate");
+            l
+        }
+        fn queue_desc(mode: ze_command_queue_mode_t) -> ze_command_queue_desc_t {
+            let mut d: ze_command_queue_desc_t = zeroed();
+            d.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+            d.mode = mode;
+            d
+        }
+        fn immediate(&self) -> ze_command_list_handle_t {
+            let d = Self::queue_desc(ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS);
+            let mut l = std::ptr::null_mut();
+            // SAFETY: valid handles, descriptor and out-parameter.
+            ok(unsafe { api().zeCommandListCreateImmediate(self.ctx, self.dev, &d, &mut l) }, "immediate");
+            l
+        }
+        fn queue(&self, mode: ze_command_queue_mode_t) -> ze_command_queue_handle_t {
+            let d = Self::queue_desc(mode);
+            let mut q = std::ptr::null_mut();
+            // SAFETY: valid handles, descriptor and out-parameter.
+            ok(unsafe { api().zeCommandQueueCreate(self.ctx, self.dev, &d, &mut q) }, "zeCommandQueueCreate");
+            q
+        }
+    }
+
+    /// `count` host-visible events of one pool of `ctx`.
+    fn events(ctx: ze_context_handle_t, count: u32) -> Vec<ze_event_handle_t> {
+        let a = api();
+        let mut pd: ze_event_pool_desc_t = zeroed();
+        pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+        pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+        pd.count = count;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: valid handles, descriptors and out-parameters.
+        unsafe {
+            ok(a.zeEventPoolCreate(ctx, &pd, 0, std::ptr::null_mut(), &mut pool), "zeEventPoolCreate");
+            (0..count)
+                .map(|i| {
+                    let mut ed: ze_event_desc_t = zeroed();
+                    ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+                    ed.index = i;
+                    let mut e = std::ptr::null_mut();
+                    ok(a.zeEventCreate(pool, &ed, &mut e), "zeEventCreate");
+                    e
+                })
+                .collect()
+        }
+    }
+
+    /// Appends a 1-byte-pattern fill of `buf` to `l`.
+    fn fill(l: ze_command_list_handle_t, buf: &mut [u8], byte: u8) -> ze_result_t {
+        // SAFETY: valid list; the buffer outlives the list's execution in these tests.
+        unsafe {
+            api().zeCommandListAppendMemoryFill(
+                l,
+                buf.as_mut_ptr().cast(),
+                (&byte as *const u8).cast(),
+                1,
+                buf.len(),
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            )
+        }
+    }
+
+    #[test]
+    fn command_semantics() {
+        in_child("command_semantics", || {
+            let a = api();
+            let g = Gpu::new();
+            let build: u32 = std::env::var("VL0_GPU_DRIVER_BUILD").unwrap().parse().unwrap();
+            let gpu = drivers().0;
+            let buf = Box::leak(Box::new([0u8; 256]));
+            // SAFETY: valid handles, descriptors and out-parameters throughout; `buf` is leaked, so
+            // it outlives every submission.
+            unsafe {
+                // 1. zeCommandListImmediateAppendCommandListsExp: advertised from 24.52.32224
+                //    (compute-runtime driver_handle_helper.cpp), working from 24.22.29735.
+                let advertised =
+                    extension_names(gpu).iter().any(|e| e == "ZE_experimental_immediate_command_list_append");
+                assert_eq!(advertised, build >= 32224, "build {build}");
+                let imm = g.immediate();
+                let l1 = g.list();
+                ok(fill(l1, &mut buf[..], 0xAB), "fill");
+                let mut lists = [l1];
+                let ev = events(g.ctx, 2);
+                let r = a.zeCommandListImmediateAppendCommandListsExp(
+                    imm,
+                    1,
+                    lists.as_mut_ptr(),
+                    ev[0],
+                    0,
+                    std::ptr::null_mut(),
+                );
+                if build < 29735 {
+                    assert_eq!(r, ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, "build {build}");
+                } else {
+                    // compute-runtime executeCommandLists: a list that is not closed → INVALID_ARGUMENT.
+                    assert_eq!(r, ZE_RESULT_ERROR_INVALID_ARGUMENT, "not closed");
+                    ok(a.zeCommandListClose(l1), "close");
+                    let regular = g.list();
+                    assert_eq!(
+                        a.zeCommandListImmediateAppendCommandListsExp(
+                            regular,
+                            1,
+                            lists.as_mut_ptr(),
+                            std::ptr::null_mut(),
+                            0,
+                            std::ptr::null_mut()
+                        ),
+                        ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                        "onto a regular list"
+                    );
+                    ok(
+                        a.zeCommandListImmediateAppendCommandListsExp(
+                            imm,
+                            1,
+                            lists.as_mut_ptr(),
+                            ev[0],
+                            0,
+                            std::ptr::null_mut(),
+                        ),
+                        "append",
+                    );
+                    ok(a.zeEventHostSynchronize(ev[0], u64::MAX), "signalled after the lists ran");
+                    assert!(buf.iter().all(|&b| b == 0xAB));
+                    // With a wait event the host signals later: the append returns at once, runs after.
+                    buf.fill(0);
+                    let mut w = ev[1];
+                    ok(
+                        a.zeCommandListImmediateAppendCommandListsExp(
+                            imm,
+                            1,
+                            lists.as_mut_ptr(),
+                            std::ptr::null_mut(),
+                            1,
+                            &mut w,
+                        ),
+                        "append with wait",
+                    );
+                    assert_eq!(a.zeCommandListHostSynchronize(imm, 0), ZE_RESULT_NOT_READY);
+                    assert_eq!(std::ptr::read_volatile(&buf[0]), 0, "waits for the event");
+                    ok(a.zeEventHostSignal(ev[1]), "signal");
+                    ok(a.zeCommandListHostSynchronize(imm, u64::MAX), "done");
+                    assert_eq!(std::ptr::read_volatile(&buf[255]), 0xAB);
+                }
+
+                // 2. A closed GPU list accepts appends and never runs them (compute-runtime close()
+                //    ends the batch buffer); reset reopens it. Executing an open list: INVALID_ARGUMENT.
+                let q = g.queue(ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS);
+                let l2 = g.list();
+                let mut l2s = [l2];
+                assert_eq!(
+                    a.zeCommandQueueExecuteCommandLists(q, 1, l2s.as_mut_ptr(), std::ptr::null_mut()),
+                    ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                    "an open list"
+                );
+                ok(fill(l2, &mut buf[..], 1), "fill 1");
+                ok(a.zeCommandListClose(l2), "close");
+                assert_eq!(fill(l2, &mut buf[..], 2), ZE_RESULT_SUCCESS, "accepted after close");
+                ok(a.zeCommandListClose(l2), "closed again");
+                ok(a.zeCommandQueueExecuteCommandLists(q, 1, l2s.as_mut_ptr(), std::ptr::null_mut()), "execute");
+                ok(a.zeCommandQueueSynchronize(q, u64::MAX), "sync");
+                assert!(buf.iter().all(|&b| b == 1), "what was appended after close never ran");
+                ok(a.zeCommandListReset(l2), "reset");
+                ok(fill(l2, &mut buf[..], 2), "fill 2");
+                ok(a.zeCommandListClose(l2), "close");
+                ok(a.zeCommandQueueExecuteCommandLists(q, 1, l2s.as_mut_ptr(), std::ptr::null_mut()), "execute");
+                ok(a.zeCommandQueueSynchronize(q, u64::MAX), "sync");
+                assert!(buf.iter().all(|&b| b == 2));
+
+                // 3. A SYNCHRONOUS queue returns from ExecuteCommandLists only when the lists have
+                //    finished (compute-runtime waitForCommandQueueCompletion); an ASYNCHRONOUS one at once.
+                let ev = events(g.ctx, 2);
+                for (mode, e) in
+                    [(ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS, ev[0]), (ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ev[1])]
+                {
+                    buf.fill(0);
+                    let q = g.queue(mode);
+                    let l = g.list();
+                    let mut w = e;
+                    ok(a.zeCommandListAppendWaitOnEvents(l, 1, &mut w), "wait");
+                    ok(fill(l, &mut buf[..], 9), "fill");
+                    ok(a.zeCommandListClose(l), "close");
+                    let eh = e as usize;
+                    let signaller = std::thread::spawn(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                        api().zeEventHostSignal(eh as ze_event_handle_t) // a live event
+                    });
+                    let t0 = std::time::Instant::now();
+                    let mut ls = [l];
+                    ok(a.zeCommandQueueExecuteCommandLists(q, 1, ls.as_mut_ptr(), std::ptr::null_mut()), "execute");
+                    let took = t0.elapsed();
+                    let done = std::ptr::read_volatile(&buf[0]) == 9;
+                    if mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS {
+                        assert!(took >= std::time::Duration::from_millis(250) && done, "blocked until done ({took:?})");
+                    } else {
+                        assert!(took < std::time::Duration::from_millis(250) && !done, "returned at once ({took:?})");
+                    }
+                    ok(signaller.join().unwrap(), "signal");
+                    ok(a.zeCommandQueueSynchronize(q, u64::MAX), "sync");
+                    assert_eq!(std::ptr::read_volatile(&buf[255]), 9);
+                }
+
+                // 4. zeMemAllocDevice alignments (compute-runtime checks none; SVMAllocsManager
+                //    aligns device memory to at least 64 KiB): every value is accepted.
+                let dd = dev_desc(std::ptr::null());
+                for (align, want) in
+                    [(0usize, 64usize << 10), (3, 64 << 10), (4096, 64 << 10), (1 << 20, 1 << 20), (3 << 16, 1 << 18)]
+                {
+                    let mut p: *mut c_void = std::ptr::null_mut();
+                    ok(a.zeMemAllocDevice(g.ctx, &dd, 100, align, g.dev, &mut p), &format!("alignment {align}"));
+                    assert_eq!(p as usize % want, 0, "alignment {align}: {p:?}");
+                    free(g.ctx, p);
+                }
+                let mut p: *mut c_void = std::ptr::null_mut();
+                assert_eq!(a.zeMemAllocDevice(g.ctx, &dd, 0, 64, g.dev, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+            }
+        });
+    }
+
+    #[test]
+    fn exit_pending() {
+        in_child("exit_pending", || {
+            let a = api();
+            let g = Gpu::new();
+            let npu = drivers().1;
+            let (nctx, ndev) = (context(npu), device_of(npu));
+            let buf = Box::leak(Box::new([0u8; 64]));
+            // SAFETY: valid handles, descriptors and out-parameters; `buf` is leaked.
+            unsafe {
+                let ev = events(g.ctx, 2);
+                // A regular list on a queue and an immediate list, both behind never-signalled events.
+                let q = g.queue(ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS);
+                let l = g.list();
+                let mut w = ev[0];
+                ok(a.zeCommandListAppendWaitOnEvents(l, 1, &mut w), "wait");
+                ok(fill(l, &mut buf[..], 1), "fill");
+                ok(a.zeCommandListClose(l), "close");
+                let mut ls = [l];
+                ok(a.zeCommandQueueExecuteCommandLists(q, 1, ls.as_mut_ptr(), std::ptr::null_mut()), "execute");
+                let imm = g.immediate();
+                let mut w = ev[1];
+                ok(a.zeCommandListAppendBarrier(imm, std::ptr::null_mut(), 1, &mut w), "barrier");
+                ok(fill(imm, &mut buf[..], 2), "fill behind it");
+                // The same on the NPU's queue.
+                let nev = events(nctx, 1);
+                let mut qd: ze_command_queue_desc_t = zeroed();
+                qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+                let mut nq = std::ptr::null_mut();
+                ok(a.zeCommandQueueCreate(nctx, ndev, &qd, &mut nq), "NPU queue");
+                let mut ld: ze_command_list_desc_t = zeroed();
+                ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+                let mut nl = std::ptr::null_mut();
+                ok(a.zeCommandListCreate(nctx, ndev, &ld, &mut nl), "NPU list");
+                let mut w = nev[0];
+                ok(a.zeCommandListAppendBarrier(nl, std::ptr::null_mut(), 1, &mut w), "NPU barrier");
+                ok(a.zeCommandListClose(nl), "close");
+                let mut nls = [nl];
+                ok(a.zeCommandQueueExecuteCommandLists(nq, 1, nls.as_mut_ptr(), std::ptr::null_mut()), "NPU execute");
+                assert_eq!(a.zeCommandQueueSynchronize(q, 1_000_000), ZE_RESULT_NOT_READY);
+                assert_eq!(a.zeCommandListHostSynchronize(imm, 1_000_000), ZE_RESULT_NOT_READY);
+                assert_eq!(a.zeCommandQueueSynchronize(nq, 1_000_000), ZE_RESULT_NOT_READY);
+                assert_eq!(buf[0], 0, "nothing ran");
+            }
+            // Then the process exits, nothing destroyed, the work still pending.
         });
     }
 }

@@ -123,8 +123,12 @@ ze_api! {
     fn zeDriverGetExtensionProperties(h: ze_driver_handle_t, count: *mut u32, props: *mut ze_driver_extension_properties_t) {
         // SAFETY: handle validated.
         let d = unsafe { driver_from(h) }?;
+        let gpu;
         let list: &[(&str, u32)] = match d.driver() {
-            DriverKind::Gpu => &[],
+            DriverKind::Gpu => {
+                gpu = gpu_extensions();
+                &gpu
+            }
             DriverKind::Npu => crate::npu::extension_properties(),
         };
         // SAFETY: caller's enumeration pointers.
@@ -162,6 +166,19 @@ ze_api! {
         *pp = c"".as_ptr();
         Ok(())
     }
+}
+
+/// The GPU driver's extensions, as the profile's compute-runtime build lists them
+/// (`level_zero/core/source/driver/driver_handle_helper.cpp` `DriverHandle::extensionsSupported`,
+/// `driver_handle.cpp` `getExtensionProperties`), limited to those whose entry points this platform
+/// implements.
+pub fn gpu_extensions() -> Vec<(&'static str, u32)> {
+    let build = crate::profile::current().gpu_driver_build;
+    let mut v = Vec::new();
+    if build >= crate::profile::GPU_IMMEDIATE_APPEND_ADVERTISED_FROM_BUILD {
+        v.push(("ZE_experimental_immediate_command_list_append", make_version(1, 0)));
+    }
+    v
 }
 
 /// The GPU driver's default context (its address), made once.

@@ -18,7 +18,6 @@ ze_unsupported! {
     zeCommandListAppendWaitExternalSemaphoreExt
     zeCommandListCreateCloneExp
     zeCommandListGetNextCommandIdWithKernelsExp
-    zeCommandListImmediateAppendCommandListsExp
     zeCommandListImmediateGetIndex
     zeCommandListUpdateMutableCommandKernelsExp
     zeCommandListUpdateMutableCommandSignalEventExp
