@@ -279,23 +279,23 @@ pub fn shutdown() {
     if SHUTDOWN.swap(true, Ordering::AcqRel) {
         return;
     }
+    let (w, cv) = workers();
+    // What is left at exit, before any thread is woken.
+    let (threads, dropped) = (w.lock().unwrap_or_else(|e| e.into_inner()).live, PENDING.load(Ordering::Acquire));
     for &key in waiting().iter() {
         // SAFETY: listed only while its waiter is inside `EventState::wait` (see `waiting`).
         let e = unsafe { &*(key as *const EventState) };
         let _g = e.lock();
         e.cv.notify_all();
     }
-    let (w, cv) = workers();
     let mut g = w.lock().unwrap_or_else(|e| e.into_inner());
     let senders: Vec<_> = g.senders.drain(..).filter_map(|s| s.upgrade()).collect();
     drop(g);
     for s in &senders {
         s.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
-    let dropped = PENDING.load(Ordering::Acquire);
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut g = w.lock().unwrap_or_else(|e| e.into_inner());
-    let threads = g.live;
     while g.live > 0 && Instant::now() < deadline {
         g = cv.wait_timeout(g, deadline - Instant::now()).unwrap_or_else(|e| e.into_inner()).0;
     }
