@@ -1242,6 +1242,276 @@ fn sysmem_import_pins_like_the_kernel() {
 }
 
 /// Child-process bodies (return at once unless started by `run_child`).
+/// compute-runtime's driver extensions that have entry points, with them: exported ones (the UR
+/// adapters find them with `dlsym` on the loader, `ur_loader::LibLoader::getFunctionPtr`) and, after
+/// `@`, those found through `zeDriverGetExtensionFunctionAddress` (compute-runtime
+/// `extension_function_address.cpp`). From `driver_handle_helper.cpp` `extensionsSupported` and
+/// `driver_handle.cpp` `getExtensionProperties`.
+const GPU_EXTENSION_ENTRY_POINTS: &[(&str, &[&str])] = &[
+    ("ZE_extension_event_query_kernel_timestamps", &["zeEventQueryKernelTimestampsExt"]),
+    (
+        "ZE_extension_external_semaphores",
+        &[
+            "zeDeviceImportExternalSemaphoreExt",
+            "zeDeviceReleaseExternalSemaphoreExt",
+            "zeCommandListAppendSignalExternalSemaphoreExt",
+            "zeCommandListAppendWaitExternalSemaphoreExt",
+        ],
+    ),
+    (
+        "ZE_extension_image_copy",
+        &["zeCommandListAppendImageCopyToMemoryExt", "zeCommandListAppendImageCopyFromMemoryExt"],
+    ),
+    ("ZE_extension_image_query_alloc_properties", &["zeImageGetAllocPropertiesExt"]),
+    ("ZE_extension_image_view", &["zeImageViewCreateExt"]),
+    ("ZE_extension_linkage_inspection", &["zeModuleInspectLinkageExt"]),
+    ("ZE_extension_memory_free_policies", &["zeMemFreeExt"]),
+    ("ZE_extension_pci_properties", &["zeDevicePciGetPropertiesExt"]),
+    ("ZE_extension_rtas", &["zeRTASBuilderCreateExt"]),
+    ("ZE_extension_cache_reservation", &["zeDeviceReserveCacheExt", "zeDeviceSetCacheAdviceExt"]),
+    ("ZE_experimental_event_query_timestamps", &["zeEventQueryTimestampsExp"]),
+    ("ZE_experimental_fabric", &["zeFabricVertexGetExp"]),
+    ("ZE_extension_kernel_binary_exp", &["zeKernelGetBinaryExp"]),
+    ("ZE_experimental_global_offset", &["zeKernelSetGlobalOffsetExp"]),
+    ("ZE_experimental_image_memory_properties", &["zeImageGetMemoryPropertiesExp"]),
+    ("ZE_experimental_immediate_command_list_append", &["zeCommandListImmediateAppendCommandListsExp"]),
+    ("ZE_experimental_scheduling_hints", &["zeKernelSchedulingHintExp"]),
+    (
+        "ZE_experimental_mutable_command_list",
+        &[
+            "zeCommandListGetNextCommandIdExp",
+            "zeCommandListUpdateMutableCommandsExp",
+            "zeCommandListGetNextCommandIdWithKernelsExp",
+            "zeCommandListUpdateMutableCommandKernelsExp",
+            "zeCommandListUpdateMutableCommandSignalEventExp",
+            "zeCommandListUpdateMutableCommandWaitEventsExp",
+        ],
+    ),
+    ("ZE_experimental_rtas_builder", &["zeRTASBuilderCreateExp"]),
+    ("ZE_experimental_bindless_image", &["@zeMemGetPitchFor2dImage", "@zeImageGetDeviceOffsetExp"]),
+    ("ZEX_counter_based_event", &["@zexCounterBasedEventCreate2"]),
+    ("ZEX_mem_ipc_handles", &["@zexMemGetIpcHandles", "@zexMemOpenIpcHandles"]),
+    ("ZEX_driver_import_host_pointer", &["@zexDriverImportExternalPointer", "@zexDriverReleaseImportedPointer"]),
+    ("ZEX_extension_memory_free_callback", &["@zexMemFreeRegisterCallbackExt"]),
+    ("ZE_intel_get_driver_version_string", &["@zeIntelGetDriverVersionString"]),
+    ("ZE_extension_command_visit", &["@zeCommandListVisitExt"]),
+    ("ZE_experimental_record_replay_graph", &["@zeGraphCreateExp", "@zeCommandListBeginGraphCaptureExp"]),
+    ("ZE_intel_experimental_kernel_get_program_binary", &["@zeIntelKernelGetBinaryExp"]),
+    ("ZET_experimental_metrics_runtime_enable_disable", &["@zetDeviceEnableMetricsExp"]),
+];
+
+/// GPU extensions without entry points of their own (structures chained into other calls), each
+/// checked by [`check_gpu_extensions`].
+const GPU_STRUCTURE_EXTENSIONS: &[&str] = &[
+    "ZE_extension_device_ip_version",
+    "ZE_extension_eu_count",
+    "ZE_extension_external_memmap_sysmem",
+    "ZE_extension_float_atomics",
+    "ZE_experimental_event_pool_counter_based",
+    "ZE_experimental_relaxed_allocation_limits",
+    "ZEX_intel_experimental_queue_copy_operations_offload_hint",
+];
+
+/// The entry point `name` as the UR adapters find it (`@name`: through the driver's
+/// `zeDriverGetExtensionFunctionAddress`, else `dlsym`), NULL if missing.
+fn resolve(driver: ze_driver_handle_t, name: &str) -> *mut c_void {
+    match name.strip_prefix('@') {
+        Some(n) => {
+            let c = CString::new(n).unwrap();
+            let mut f: *mut c_void = std::ptr::null_mut();
+            // SAFETY: valid driver, name and out-parameter.
+            let r = unsafe { api().zeDriverGetExtensionFunctionAddress(driver, c.as_ptr(), &mut f) };
+            assert_eq!(r == ZE_RESULT_SUCCESS, !f.is_null(), "{n}: {r:#x} with {f:?}");
+            f
+        }
+        None => dlsym(name),
+    }
+}
+
+/// Whether `f` (a Level Zero entry point of this platform) is only a stub: called with every
+/// argument 0, a real entry point answers a parameter error (NULL handle or pointer), a stub
+/// `UNSUPPORTED_FEATURE`.
+fn is_stub(f: *mut c_void) -> bool {
+    // SAFETY: every Level Zero entry point takes integer-class arguments and returns ze_result_t;
+    // under the x86-64 SysV ABI extra zero arguments are ignored, and the platform validates
+    // handles and pointers before use.
+    let f: unsafe extern "C" fn(usize, usize, usize, usize, usize, usize, usize, usize) -> ze_result_t =
+        unsafe { std::mem::transmute(f) };
+    // SAFETY: as above.
+    unsafe { f(0, 0, 0, 0, 0, 0, 0, 0) == ZE_RESULT_ERROR_UNSUPPORTED_FEATURE }
+}
+
+/// Every extension the GPU driver advertises is backed: its entry points resolve as the adapters
+/// resolve them and are not stubs, its structures are filled or taken. An extension compute-runtime
+/// reports whose entry points are stubs here is not advertised. Every NPU extension's table resolves.
+fn check_gpu_extensions() {
+    let a = api();
+    let (gpu, npu) = drivers();
+    let names = extension_names(gpu);
+    for n in &names {
+        assert!(
+            GPU_STRUCTURE_EXTENSIONS.contains(&n.as_str()) || GPU_EXTENSION_ENTRY_POINTS.iter().any(|(e, _)| e == n),
+            "{n} is advertised but this test does not know what backs it"
+        );
+    }
+    for (ext, fns) in GPU_EXTENSION_ENTRY_POINTS {
+        let backed = fns.iter().all(|f| {
+            let p = resolve(gpu, f);
+            !p.is_null() && !is_stub(p)
+        });
+        assert!(backed || !names.iter().any(|n| n == ext), "{ext} advertised, entry points missing ({fns:?})");
+    }
+    let has = |e: &str| names.iter().any(|n| n == e);
+    let (ctx, dev) = (context(gpu), device_of(gpu));
+    // SAFETY: valid handles, descriptors and out-parameters throughout.
+    unsafe {
+        if has("ZE_extension_device_ip_version") {
+            assert_ne!(ip_version(dev), 0);
+        }
+        if has("ZE_extension_eu_count") {
+            let mut eu: ze_eu_count_ext_t = zeroed();
+            eu.stype = ZE_STRUCTURE_TYPE_EU_COUNT_EXT;
+            let (r, p) = device_props(dev, (&mut eu as *mut ze_eu_count_ext_t).cast());
+            ok(r, "eu count");
+            assert_eq!(eu.numTotalEUs, p.numSlices * p.numSubslicesPerSlice * p.numEUsPerSubslice);
+        }
+        if has("ZE_extension_external_memmap_sysmem") {
+            let m = PageAlignedBuffer::new(4096).unwrap();
+            let (r, p) = sysmem_import(ctx, m.as_ptr(), 4096);
+            ok(r, "GPU sysmem import");
+            assert_eq!(p as *const c_void, m.as_ptr());
+            free(ctx, p);
+        }
+        if has("ZE_extension_float_atomics") {
+            let mut fa: ze_float_atomic_ext_properties_t = zeroed();
+            fa.stype = ZE_STRUCTURE_TYPE_FLOAT_ATOMIC_EXT_PROPERTIES;
+            let mut mp: ze_device_module_properties_t = zeroed();
+            mp.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+            mp.pNext = (&mut fa as *mut ze_float_atomic_ext_properties_t).cast();
+            ok(a.zeDeviceGetModuleProperties(dev, &mut mp), "module properties");
+            assert_ne!(fa.fp32Flags, 0, "float atomics reported");
+        }
+        if has("ZE_experimental_event_pool_counter_based") {
+            let mut cb: ze_event_pool_counter_based_exp_desc_t = zeroed();
+            cb.stype = ZE_STRUCTURE_TYPE_COUNTER_BASED_EVENT_POOL_EXP_DESC;
+            cb.flags = ZE_EVENT_POOL_COUNTER_BASED_EXP_FLAG_IMMEDIATE;
+            let mut pd: ze_event_pool_desc_t = zeroed();
+            pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+            pd.pNext = (&cb as *const ze_event_pool_counter_based_exp_desc_t).cast();
+            pd.count = 4;
+            let mut pool = std::ptr::null_mut();
+            ok(a.zeEventPoolCreate(ctx, &pd, 0, std::ptr::null_mut(), &mut pool), "counter-based pool");
+            ok(a.zeEventPoolDestroy(pool), "destroy");
+        }
+        if has("ZE_experimental_relaxed_allocation_limits") {
+            let mut rl: ze_relaxed_allocation_limits_exp_desc_t = zeroed();
+            rl.stype = ZE_STRUCTURE_TYPE_RELAXED_ALLOCATION_LIMITS_EXP_DESC;
+            let (r, _) = try_alloc_host(ctx, (&rl as *const ze_relaxed_allocation_limits_exp_desc_t).cast(), 64);
+            assert_eq!(r, ZE_RESULT_ERROR_INVALID_ARGUMENT, "relaxed limits without MAX_SIZE");
+            rl.flags = ZE_RELAXED_ALLOCATION_LIMITS_EXP_FLAG_MAX_SIZE;
+            let p = alloc_host(ctx, (&rl as *const ze_relaxed_allocation_limits_exp_desc_t).cast(), 64);
+            free(ctx, p);
+        }
+        if has("ZEX_intel_experimental_queue_copy_operations_offload_hint") {
+            // zex_intel_queue_copy_operations_offload_hint_exp_desc_t {stype 0x3001b, pNext, copyOffloadEnabled}.
+            #[repr(C)]
+            struct Hint {
+                stype: u32,
+                p_next: *const c_void,
+                enabled: ze_bool_t,
+            }
+            let hint = Hint { stype: 0x0003_001b, p_next: std::ptr::null(), enabled: 1 };
+            let mut qd: ze_command_queue_desc_t = zeroed();
+            qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+            qd.pNext = (&hint as *const Hint).cast();
+            let mut l = std::ptr::null_mut();
+            ok(a.zeCommandListCreateImmediate(ctx, dev, &qd, &mut l), "immediate list with the offload hint");
+            ok(a.zeCommandListDestroy(l), "destroy");
+        }
+        // The GPU's extension-function table answers the getters compute-runtime puts there.
+        for n in ["@zeCommandQueueGetOrdinal", "@zeCommandListGetOrdinal", "@zeCommandListIsImmediate"] {
+            let f = resolve(gpu, n);
+            assert!(!f.is_null() && !is_stub(f), "{n}");
+        }
+        destroy_contexts(&[ctx]);
+    }
+    // The NPU: every table-bearing extension resolves through zeDriverGetExtensionFunctionAddress.
+    for n in extension_names(npu) {
+        if n.contains("graph") || n.contains("_npu") || n.contains("profiling") {
+            assert!(!resolve(npu, &format!("@{n}")).is_null(), "NPU {n}");
+        } else if n == "ZE_experimental_mutable_command_list" {
+            for f in ["zeCommandListGetNextCommandIdExp", "zeCommandListUpdateMutableCommandsExp"] {
+                let p = dlsym(f);
+                assert!(!p.is_null() && !is_stub(p), "NPU {n}: {f}");
+            }
+        }
+    }
+}
+
+/// Module properties as compute-runtime reports them for these iGPUs (device.cpp
+/// getKernelProperties), though no module loads here; images reported as absent everywhere, and
+/// consistently: no image dimensions, no image import or export, no image extension, zeImageCreate
+/// unsupported.
+#[test]
+fn gpu_module_properties_and_no_images_consistently() {
+    let _s = serial();
+    let a = api();
+    let (gpu, npu) = drivers();
+    let dev = device_of(gpu);
+    // SAFETY: valid handles, chains and out-parameters.
+    unsafe {
+        let mut fa: ze_float_atomic_ext_properties_t = zeroed();
+        fa.stype = ZE_STRUCTURE_TYPE_FLOAT_ATOMIC_EXT_PROPERTIES;
+        let mut mp: ze_device_module_properties_t = zeroed();
+        mp.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+        mp.pNext = (&mut fa as *mut ze_float_atomic_ext_properties_t).cast();
+        ok(a.zeDeviceGetModuleProperties(dev, &mut mp), "module properties");
+        assert_eq!(mp.spirvVersionSupported, (1 << 16) | 5, "SPIR-V 1.5");
+        assert_eq!(
+            mp.flags,
+            ZE_DEVICE_MODULE_FLAG_FP16
+                | ZE_DEVICE_MODULE_FLAG_FP64
+                | ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS
+                | ZE_DEVICE_MODULE_FLAG_DP4A
+        );
+        assert_eq!(mp.fp16flags, 0x3f & !ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT | ZE_DEVICE_FP_FLAG_FMA);
+        assert_eq!(mp.fp32flags & ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT, ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT);
+        assert_eq!(mp.fp64flags, mp.fp32flags);
+        assert_eq!((mp.maxArgumentsSize, mp.printfBufferSize), (2048, 4 << 20));
+        assert_eq!((fa.fp16Flags, fa.fp32Flags, fa.fp64Flags), (0x5_0005, 0x7_0007, 0x7_0007));
+        assert!(extension_names(gpu).iter().any(|e| e == "ZE_extension_float_atomics"));
+
+        for d in [dev, device_of(npu)] {
+            let mut ip: ze_device_image_properties_t = zeroed();
+            ip.stype = ZE_STRUCTURE_TYPE_DEVICE_IMAGE_PROPERTIES;
+            ok(a.zeDeviceGetImageProperties(d, &mut ip), "image properties");
+            assert_eq!(
+                (ip.maxImageDims1D, ip.maxImageDims2D, ip.maxImageDims3D, ip.maxImageBufferSize, ip.maxSamplers),
+                (0, 0, 0, 0, 0)
+            );
+            let mut xp: ze_device_external_memory_properties_t = zeroed();
+            xp.stype = ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES;
+            ok(a.zeDeviceGetExternalMemoryProperties(d, &mut xp), "external memory properties");
+            assert_eq!((xp.imageImportTypes, xp.imageExportTypes), (0, 0));
+        }
+        for d in [gpu, npu] {
+            assert!(!extension_names(d).iter().any(|e| e.contains("image")), "no image extension");
+        }
+        let ctx = context(gpu);
+        let mut desc: ze_image_desc_t = zeroed();
+        desc.stype = ZE_STRUCTURE_TYPE_IMAGE_DESC;
+        let mut img = std::ptr::null_mut();
+        assert_eq!(a.zeImageCreate(ctx, dev, &desc, &mut img), ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        destroy_contexts(&[ctx]);
+    }
+}
+
+#[test]
+fn every_advertised_extension_is_backed() {
+    let _s = serial();
+    check_gpu_extensions();
+}
+
 /// Command semantics as compute-runtime's: immediate append of regular lists (from the build that
 /// has it), SYNCHRONOUS queues, appends to a closed list, `zeMemAllocDevice` alignments. Per build:
 /// the default (26.14.37833), one that has the entry point but does not advertise it (24.22..24.52)
@@ -1747,6 +2017,7 @@ mod inner {
             let a = api();
             let g = Gpu::new();
             let build: u32 = std::env::var("VL0_GPU_DRIVER_BUILD").unwrap().parse().unwrap();
+            check_gpu_extensions();
             let gpu = drivers().0;
             let buf = Box::leak(Box::new([0u8; 256]));
             // SAFETY: valid handles, descriptors and out-parameters throughout; `buf` is leaked, so

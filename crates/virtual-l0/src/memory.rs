@@ -361,6 +361,8 @@ struct Extensions {
     export: bool,
     import_fd: Option<c_int>,
     sysmem: Option<(usize, usize)>,
+    /// `ze_relaxed_allocation_limits_exp_desc_t` with `MAX_SIZE` (GPU).
+    relaxed_size: bool,
 }
 
 /// Reads the allocation extensions of `chains`. The NPU driver looks only at the first entry of
@@ -403,6 +405,17 @@ unsafe fn extensions(driver: DriverKind, chains: &[*const c_void]) -> ZeResult<E
                         return Err(bad_flags);
                     }
                     x.import_fd = Some(d.fd);
+                }
+                // compute-runtime (`context.cpp` `allocHostMem`, `properties_parser.h`
+                // `prepareL0StructuresLookupTable`): the relaxed-limits descriptor must ask for
+                // MAX_SIZE (else INVALID_ARGUMENT) and lifts the `maxMemAllocSize` cap.
+                s if s == ZE_STRUCTURE_TYPE_RELAXED_ALLOCATION_LIMITS_EXP_DESC && driver == DriverKind::Gpu => {
+                    // SAFETY: stype says ze_relaxed_allocation_limits_exp_desc_t.
+                    let d = unsafe { &*(e.ptr as *const ze_relaxed_allocation_limits_exp_desc_t) };
+                    if d.flags & ZE_RELAXED_ALLOCATION_LIMITS_EXP_FLAG_MAX_SIZE == 0 {
+                        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                    }
+                    x.relaxed_size = true;
                 }
                 stypes::EXTERNAL_MEMMAP_SYSMEM_EXT_DESC => {
                     // SAFETY: stype says ze_external_memmap_sysmem_ext_desc_t.
@@ -479,7 +492,11 @@ static NEXT_NPU_VA: AtomicU64 = AtomicU64::new(NPU_VA_BASE);
 /// # Safety
 /// Every chain is valid per [`chain`].
 pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut c_void> {
+    // SAFETY: per the contract.
+    let ext = unsafe { extensions(req.driver, chains) }?;
     let limit = match req.driver {
+        // Relaxed limits: up to the memory there is (compute-runtime `checkMemSizeLimit`).
+        DriverKind::Gpu if ext.relaxed_size => total_ram() as usize,
         DriverKind::Gpu => max_alloc(DriverKind::Gpu) as usize,
         DriverKind::Npu => usize::MAX / 2,
     };
@@ -493,8 +510,6 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         }
         DriverKind::Npu => req,
     };
-    // SAFETY: per the contract.
-    let ext = unsafe { extensions(req.driver, chains) }?;
     let prefix = req.driver.prefix();
     let mut read_only = false;
     let mut import_alias = None;
