@@ -1506,6 +1506,181 @@ fn gpu_module_properties_and_no_images_consistently() {
     }
 }
 
+/// The GPU's virtual-memory API and the atomic-access attributes of shared allocations, as
+/// compute-runtime's context.cpp implements them; the NPU has neither (UNSUPPORTED_FEATURE).
+#[test]
+fn gpu_virtual_memory_and_atomic_access_attributes() {
+    let _s = serial();
+    let a = api();
+    let (gpu, npu) = drivers();
+    let (ctx, dev, nctx) = (context(gpu), device_of(gpu), context(npu));
+    const K64: usize = 64 << 10;
+    const M2: usize = 2 << 20;
+    // SAFETY: valid handles, descriptors and out-parameters; mapped memory is touched only while mapped RW.
+    unsafe {
+        let mut page = 0usize;
+        ok(a.zeVirtualMemQueryPageSize(ctx, dev, 4096, &mut page), "page size");
+        assert_eq!(page, K64);
+        ok(a.zeVirtualMemQueryPageSize(ctx, dev, 3 * M2, &mut page), "page size");
+        assert_eq!(page, M2);
+        assert_eq!(
+            a.zeVirtualMemQueryPageSize(nctx, device_of(npu), 4096, &mut page),
+            ZE_RESULT_ERROR_UNSUPPORTED_FEATURE
+        );
+
+        // Reserve: sizes in 4 KiB multiples, 2 MiB-aligned start, access NONE.
+        let mut va: *mut c_void = std::ptr::null_mut();
+        assert_eq!(a.zeVirtualMemReserve(ctx, std::ptr::null(), 1000, &mut va), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        ok(a.zeVirtualMemReserve(ctx, std::ptr::null(), 4 * K64, &mut va), "reserve");
+        assert_eq!(va as usize % M2, 0);
+        let (mut access, mut size) = (ZE_MEMORY_ACCESS_ATTRIBUTE_FORCE_UINT32, 0usize);
+        ok(a.zeVirtualMemGetAccessAttribute(ctx, va, K64, &mut access, &mut size), "get access");
+        assert_eq!((access, size), (ZE_MEMORY_ACCESS_ATTRIBUTE_NONE, 4 * K64));
+
+        // Physical memory: device memory in page multiples, host memory in 4 KiB multiples.
+        let mut pd: ze_physical_mem_desc_t = zeroed();
+        pd.stype = ZE_STRUCTURE_TYPE_PHYSICAL_MEM_DESC;
+        pd.size = 4096;
+        let mut phys = std::ptr::null_mut();
+        assert_eq!(a.zePhysicalMemCreate(ctx, dev, &mut pd, &mut phys), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        pd.flags = ZE_PHYSICAL_MEM_FLAG_ALLOCATE_ON_HOST;
+        pd.size = 4096 + 1;
+        let mut host_phys = std::ptr::null_mut();
+        assert_eq!(a.zePhysicalMemCreate(ctx, dev, &mut pd, &mut host_phys), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        pd.size = 17 * 4096;
+        ok(a.zePhysicalMemCreate(ctx, dev, &mut pd, &mut host_phys), "host physical memory (4 KiB multiple)");
+        pd.flags = 0;
+        pd.size = 2 * K64;
+        ok(a.zePhysicalMemCreate(ctx, dev, &mut pd, &mut phys), "device physical memory");
+
+        // Map: alignment, size and range rules, then the memory is usable by GPU copies.
+        let rw = ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE;
+        assert_eq!(a.zeVirtualMemMap(ctx, va, 1000, phys, 0, rw), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        assert_eq!(
+            a.zeVirtualMemMap(ctx, va.cast::<u8>().add(4096).cast(), K64, phys, 0, rw),
+            ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT
+        );
+        assert_eq!(a.zeVirtualMemMap(ctx, va, K64, phys, 4096, rw), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        assert_eq!(
+            a.zeVirtualMemMap(ctx, va, 4 * K64, phys, 0, rw),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "past the physical memory"
+        );
+        assert_eq!(a.zeVirtualMemMap(ctx, va, K64, phys, 0, 7), ZE_RESULT_ERROR_INVALID_ENUMERATION);
+        ok(a.zeVirtualMemMap(ctx, va, 2 * K64, phys, 0, rw), "map");
+        let second = va.cast::<u8>().add(2 * K64).cast::<c_void>();
+        assert_eq!(
+            a.zeVirtualMemMap(ctx, second, 2 * K64, phys, 0, rw),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "device memory maps once"
+        );
+        ok(a.zeVirtualMemGetAccessAttribute(ctx, va, K64, &mut access, &mut size), "get access");
+        assert_eq!(access, rw);
+        let (props, _) = alloc_props(ctx, va.cast::<u8>().add(100).cast());
+        assert_eq!(props.type_, ZE_MEMORY_TYPE_DEVICE, "a mapping is device memory");
+
+        // A GPU copy into the mapped range, read back through the host.
+        let src = vec![0x5au8; 2 * K64];
+        let mut qd: ze_command_queue_desc_t = zeroed();
+        qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+        qd.mode = ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+        let mut il = std::ptr::null_mut();
+        ok(a.zeCommandListCreateImmediate(ctx, dev, &qd, &mut il), "immediate");
+        ok(
+            a.zeCommandListAppendMemoryCopy(
+                il,
+                va,
+                src.as_ptr().cast(),
+                2 * K64,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            ),
+            "copy into the mapping",
+        );
+        assert_eq!(std::ptr::read_volatile(va.cast::<u8>().add(2 * K64 - 1)), 0x5a);
+
+        // Access attributes belong to the reservation; an unknown range is INVALID_ARGUMENT.
+        ok(a.zeVirtualMemSetAccessAttribute(ctx, va, 2 * K64, ZE_MEMORY_ACCESS_ATTRIBUTE_READONLY), "read-only");
+        ok(a.zeVirtualMemGetAccessAttribute(ctx, second, K64, &mut access, &mut size), "get access");
+        assert_eq!(access, ZE_MEMORY_ACCESS_ATTRIBUTE_READONLY);
+        assert_eq!(std::ptr::read_volatile(va.cast::<u8>()), 0x5a, "still readable");
+        assert_eq!(
+            a.zeVirtualMemSetAccessAttribute(ctx, va, 8 * K64, rw),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "beyond the reservation"
+        );
+
+        // Unmap, then the physical memory maps again (the host one too, twice); free needs the size.
+        assert_eq!(a.zeVirtualMemUnmap(ctx, va, 1000), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        ok(a.zeVirtualMemUnmap(ctx, va, 2 * K64), "unmap");
+        assert_eq!(alloc_props(ctx, va).0.type_, ZE_MEMORY_TYPE_UNKNOWN);
+        ok(a.zeVirtualMemMap(ctx, second, 2 * K64, phys, 0, rw), "map again");
+        assert_eq!(std::ptr::read_volatile(second.cast::<u8>()), 0x5a, "the same physical pages");
+        ok(a.zeVirtualMemMap(ctx, va, K64, host_phys, 0, rw), "host physical memory");
+        ok(a.zeVirtualMemUnmap(ctx, va, K64), "unmap");
+        ok(a.zeVirtualMemMap(ctx, va, K64, host_phys, 0, rw), "host physical memory maps again");
+        assert_eq!(a.zeVirtualMemFree(ctx, va, K64), ZE_RESULT_ERROR_INVALID_ARGUMENT, "another size");
+        ok(a.zeVirtualMemFree(ctx, va, 4 * K64), "free");
+        assert_eq!(
+            a.zeVirtualMemGetAccessAttribute(ctx, va, K64, &mut access, &mut size),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT
+        );
+        ok(a.zePhysicalMemDestroy(ctx, phys), "destroy");
+        ok(a.zePhysicalMemDestroy(ctx, host_phys), "destroy");
+        ok(a.zePhysicalMemDestroy(ctx, phys), "an unknown handle is SUCCESS, as compute-runtime");
+        ok(a.zeCommandListDestroy(il), "destroy");
+        let mut nva: *mut c_void = std::ptr::null_mut();
+        assert_eq!(a.zeVirtualMemReserve(nctx, std::ptr::null(), K64, &mut nva), ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+
+        // Atomic-access attributes: shared allocations only, device and host atomics, no system
+        // atomics without shared-system USM; what was set is read back.
+        let dd = dev_desc(std::ptr::null());
+        let hd = host_desc(std::ptr::null());
+        let mut shared: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocShared(ctx, &dd, &hd, 4096, 64, dev, &mut shared), "shared");
+        let host = alloc_host(ctx, std::ptr::null(), 4096);
+        let mut attr = 0u32;
+        assert_eq!(
+            a.zeMemGetAtomicAccessAttributeExp(ctx, dev, shared, 4096, &mut attr),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "never set"
+        );
+        let set = |p, f| a.zeMemSetAtomicAccessAttributeExp(ctx, dev, p, 4096, f);
+        assert_eq!(
+            set(host, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "host memory"
+        );
+        assert_eq!(
+            a.zeMemSetAtomicAccessAttributeExp(
+                ctx,
+                std::ptr::null_mut(),
+                shared,
+                4096,
+                ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS
+            ),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "no device"
+        );
+        let system = std::env::var("VL0_GPU_SHARED_SYSTEM").as_deref() == Ok("1");
+        let stack = [0u8; 16];
+        let unknown = set(stack.as_ptr().cast(), ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS);
+        assert_eq!(unknown == ZE_RESULT_SUCCESS, system, "plain memory takes it only with shared-system USM");
+        assert_eq!(set(shared, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_SYSTEM_ATOMICS), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        assert_eq!(set(shared, 1 << 10), ZE_RESULT_ERROR_INVALID_ARGUMENT, "no known flag");
+        ok(set(shared, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS), "device atomics");
+        ok(a.zeMemGetAtomicAccessAttributeExp(ctx, dev, shared, 4096, &mut attr), "get");
+        assert_eq!(attr, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS);
+        ok(set(shared, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_NO_ATOMICS), "none");
+        ok(a.zeMemGetAtomicAccessAttributeExp(ctx, dev, shared, 4096, &mut attr), "get");
+        assert_eq!(attr, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_NO_ATOMICS);
+        free(ctx, shared);
+        free(ctx, host);
+    }
+    destroy_contexts(&[ctx, nctx]);
+}
+
 #[test]
 fn every_advertised_extension_is_backed() {
     let _s = serial();

@@ -221,6 +221,32 @@ pub fn lookup_in(driver: DriverKind, ctx: usize, ptr: *const c_void) -> Option<A
     find(&lock(driver), ptr as usize, Some(ctx)).map(|r| r.info)
 }
 
+/// Registers memory this platform mapped itself (a virtual-memory mapping, `api::virtual_mem`) as
+/// a device allocation of `ctx`, so that queries and copies know it; returns its id. Not counted
+/// as a live allocation; [`unregister`] removes it.
+pub fn register_mapping(driver: DriverKind, ctx: usize, device: usize, base: usize, size: usize) -> u64 {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let info = AllocInfo {
+        base,
+        size,
+        id,
+        kind: MemKind::Device,
+        device,
+        context: ctx,
+        origin: Origin::Plain,
+        read_only: false,
+        device_va: 0,
+        poisoned: false,
+    };
+    lock(driver).insert((base, id), Record { info, backing: Backing::Borrowed });
+    id
+}
+
+/// Removes what [`register_mapping`] registered.
+pub fn unregister(driver: DriverKind, base: usize, id: u64) {
+    lock(driver).remove(&(base, id));
+}
+
 /// Number of live registry entries of `driver` (imports included).
 pub fn live(driver: DriverKind) -> usize {
     lock(driver).len()
