@@ -595,7 +595,11 @@ fn allocation_registry() {
         // Zero size and bad alignment.
         let mut p: *mut c_void = std::ptr::null_mut();
         assert_eq!(a.zeMemAllocHost(gctx, &hd, 0, 0, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
-        assert_eq!(a.zeMemAllocHost(gctx, &hd, 16, 3, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        // The NPU refuses an alignment that is not a power of two; compute-runtime checks none.
+        assert_eq!(a.zeMemAllocHost(nctx, &hd, 16, 3, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        ok(a.zeMemAllocHost(gctx, &hd, 16, 3, &mut p), "GPU, alignment 3");
+        assert_eq!(p as usize % 4, 0);
+        free(gctx, p);
         destroy_contexts(&[gctx, nctx]);
     }
 }
@@ -1238,6 +1242,476 @@ fn sysmem_import_pins_like_the_kernel() {
 }
 
 /// Child-process bodies (return at once unless started by `run_child`).
+/// compute-runtime's driver extensions that have entry points, with them: exported ones (the UR
+/// adapters find them with `dlsym` on the loader, `ur_loader::LibLoader::getFunctionPtr`) and, after
+/// `@`, those found through `zeDriverGetExtensionFunctionAddress` (compute-runtime
+/// `extension_function_address.cpp`). From `driver_handle_helper.cpp` `extensionsSupported` and
+/// `driver_handle.cpp` `getExtensionProperties`.
+const GPU_EXTENSION_ENTRY_POINTS: &[(&str, &[&str])] = &[
+    ("ZE_extension_event_query_kernel_timestamps", &["zeEventQueryKernelTimestampsExt"]),
+    (
+        "ZE_extension_external_semaphores",
+        &[
+            "zeDeviceImportExternalSemaphoreExt",
+            "zeDeviceReleaseExternalSemaphoreExt",
+            "zeCommandListAppendSignalExternalSemaphoreExt",
+            "zeCommandListAppendWaitExternalSemaphoreExt",
+        ],
+    ),
+    (
+        "ZE_extension_image_copy",
+        &["zeCommandListAppendImageCopyToMemoryExt", "zeCommandListAppendImageCopyFromMemoryExt"],
+    ),
+    ("ZE_extension_image_query_alloc_properties", &["zeImageGetAllocPropertiesExt"]),
+    ("ZE_extension_image_view", &["zeImageViewCreateExt"]),
+    ("ZE_extension_linkage_inspection", &["zeModuleInspectLinkageExt"]),
+    ("ZE_extension_memory_free_policies", &["zeMemFreeExt"]),
+    ("ZE_extension_pci_properties", &["zeDevicePciGetPropertiesExt"]),
+    ("ZE_extension_rtas", &["zeRTASBuilderCreateExt"]),
+    ("ZE_extension_cache_reservation", &["zeDeviceReserveCacheExt", "zeDeviceSetCacheAdviceExt"]),
+    ("ZE_experimental_event_query_timestamps", &["zeEventQueryTimestampsExp"]),
+    ("ZE_experimental_fabric", &["zeFabricVertexGetExp"]),
+    ("ZE_extension_kernel_binary_exp", &["zeKernelGetBinaryExp"]),
+    ("ZE_experimental_global_offset", &["zeKernelSetGlobalOffsetExp"]),
+    ("ZE_experimental_image_memory_properties", &["zeImageGetMemoryPropertiesExp"]),
+    ("ZE_experimental_immediate_command_list_append", &["zeCommandListImmediateAppendCommandListsExp"]),
+    ("ZE_experimental_scheduling_hints", &["zeKernelSchedulingHintExp"]),
+    (
+        "ZE_experimental_mutable_command_list",
+        &[
+            "zeCommandListGetNextCommandIdExp",
+            "zeCommandListUpdateMutableCommandsExp",
+            "zeCommandListGetNextCommandIdWithKernelsExp",
+            "zeCommandListUpdateMutableCommandKernelsExp",
+            "zeCommandListUpdateMutableCommandSignalEventExp",
+            "zeCommandListUpdateMutableCommandWaitEventsExp",
+        ],
+    ),
+    ("ZE_experimental_rtas_builder", &["zeRTASBuilderCreateExp"]),
+    ("ZE_experimental_bindless_image", &["@zeMemGetPitchFor2dImage", "@zeImageGetDeviceOffsetExp"]),
+    ("ZEX_counter_based_event", &["@zexCounterBasedEventCreate2"]),
+    ("ZEX_mem_ipc_handles", &["@zexMemGetIpcHandles", "@zexMemOpenIpcHandles"]),
+    ("ZEX_driver_import_host_pointer", &["@zexDriverImportExternalPointer", "@zexDriverReleaseImportedPointer"]),
+    ("ZEX_extension_memory_free_callback", &["@zexMemFreeRegisterCallbackExt"]),
+    ("ZE_intel_get_driver_version_string", &["@zeIntelGetDriverVersionString"]),
+    ("ZE_extension_command_visit", &["@zeCommandListVisitExt"]),
+    ("ZE_experimental_record_replay_graph", &["@zeGraphCreateExp", "@zeCommandListBeginGraphCaptureExp"]),
+    ("ZE_intel_experimental_kernel_get_program_binary", &["@zeIntelKernelGetBinaryExp"]),
+    ("ZET_experimental_metrics_runtime_enable_disable", &["@zetDeviceEnableMetricsExp"]),
+];
+
+/// GPU extensions without entry points of their own (structures chained into other calls), each
+/// checked by [`check_gpu_extensions`].
+const GPU_STRUCTURE_EXTENSIONS: &[&str] = &[
+    "ZE_extension_device_ip_version",
+    "ZE_extension_eu_count",
+    "ZE_extension_external_memmap_sysmem",
+    "ZE_extension_float_atomics",
+    "ZE_experimental_event_pool_counter_based",
+    "ZE_experimental_relaxed_allocation_limits",
+    "ZEX_intel_experimental_queue_copy_operations_offload_hint",
+];
+
+/// The entry point `name` as the UR adapters find it (`@name`: through the driver's
+/// `zeDriverGetExtensionFunctionAddress`, else `dlsym`), NULL if missing.
+fn resolve(driver: ze_driver_handle_t, name: &str) -> *mut c_void {
+    match name.strip_prefix('@') {
+        Some(n) => {
+            let c = CString::new(n).unwrap();
+            let mut f: *mut c_void = std::ptr::null_mut();
+            // SAFETY: valid driver, name and out-parameter.
+            let r = unsafe { api().zeDriverGetExtensionFunctionAddress(driver, c.as_ptr(), &mut f) };
+            assert_eq!(r == ZE_RESULT_SUCCESS, !f.is_null(), "{n}: {r:#x} with {f:?}");
+            f
+        }
+        None => dlsym(name),
+    }
+}
+
+/// Whether `f` (a Level Zero entry point of this platform) is only a stub: called with every
+/// argument 0, a real entry point answers a parameter error (NULL handle or pointer), a stub
+/// `UNSUPPORTED_FEATURE`.
+fn is_stub(f: *mut c_void) -> bool {
+    // SAFETY: every Level Zero entry point takes integer-class arguments and returns ze_result_t;
+    // under the x86-64 SysV ABI extra zero arguments are ignored, and the platform validates
+    // handles and pointers before use.
+    let f: unsafe extern "C" fn(usize, usize, usize, usize, usize, usize, usize, usize) -> ze_result_t =
+        unsafe { std::mem::transmute(f) };
+    // SAFETY: as above.
+    unsafe { f(0, 0, 0, 0, 0, 0, 0, 0) == ZE_RESULT_ERROR_UNSUPPORTED_FEATURE }
+}
+
+/// Every extension the GPU driver advertises is backed: its entry points resolve as the adapters
+/// resolve them and are not stubs, its structures are filled or taken. An extension compute-runtime
+/// reports whose entry points are stubs here is not advertised. Every NPU extension's table resolves.
+fn check_gpu_extensions() {
+    let a = api();
+    let (gpu, npu) = drivers();
+    let names = extension_names(gpu);
+    for n in &names {
+        assert!(
+            GPU_STRUCTURE_EXTENSIONS.contains(&n.as_str()) || GPU_EXTENSION_ENTRY_POINTS.iter().any(|(e, _)| e == n),
+            "{n} is advertised but this test does not know what backs it"
+        );
+    }
+    for (ext, fns) in GPU_EXTENSION_ENTRY_POINTS {
+        let backed = fns.iter().all(|f| {
+            let p = resolve(gpu, f);
+            !p.is_null() && !is_stub(p)
+        });
+        assert!(backed || !names.iter().any(|n| n == ext), "{ext} advertised, entry points missing ({fns:?})");
+    }
+    let has = |e: &str| names.iter().any(|n| n == e);
+    let (ctx, dev) = (context(gpu), device_of(gpu));
+    // SAFETY: valid handles, descriptors and out-parameters throughout.
+    unsafe {
+        if has("ZE_extension_device_ip_version") {
+            assert_ne!(ip_version(dev), 0);
+        }
+        if has("ZE_extension_eu_count") {
+            let mut eu: ze_eu_count_ext_t = zeroed();
+            eu.stype = ZE_STRUCTURE_TYPE_EU_COUNT_EXT;
+            let (r, p) = device_props(dev, (&mut eu as *mut ze_eu_count_ext_t).cast());
+            ok(r, "eu count");
+            assert_eq!(eu.numTotalEUs, p.numSlices * p.numSubslicesPerSlice * p.numEUsPerSubslice);
+        }
+        if has("ZE_extension_external_memmap_sysmem") {
+            let m = PageAlignedBuffer::new(4096).unwrap();
+            let (r, p) = sysmem_import(ctx, m.as_ptr(), 4096);
+            ok(r, "GPU sysmem import");
+            assert_eq!(p as *const c_void, m.as_ptr());
+            free(ctx, p);
+        }
+        if has("ZE_extension_float_atomics") {
+            let mut fa: ze_float_atomic_ext_properties_t = zeroed();
+            fa.stype = ZE_STRUCTURE_TYPE_FLOAT_ATOMIC_EXT_PROPERTIES;
+            let mut mp: ze_device_module_properties_t = zeroed();
+            mp.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+            mp.pNext = (&mut fa as *mut ze_float_atomic_ext_properties_t).cast();
+            ok(a.zeDeviceGetModuleProperties(dev, &mut mp), "module properties");
+            assert_ne!(fa.fp32Flags, 0, "float atomics reported");
+        }
+        if has("ZE_experimental_event_pool_counter_based") {
+            let mut cb: ze_event_pool_counter_based_exp_desc_t = zeroed();
+            cb.stype = ZE_STRUCTURE_TYPE_COUNTER_BASED_EVENT_POOL_EXP_DESC;
+            cb.flags = ZE_EVENT_POOL_COUNTER_BASED_EXP_FLAG_IMMEDIATE;
+            let mut pd: ze_event_pool_desc_t = zeroed();
+            pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+            pd.pNext = (&cb as *const ze_event_pool_counter_based_exp_desc_t).cast();
+            pd.count = 4;
+            let mut pool = std::ptr::null_mut();
+            ok(a.zeEventPoolCreate(ctx, &pd, 0, std::ptr::null_mut(), &mut pool), "counter-based pool");
+            ok(a.zeEventPoolDestroy(pool), "destroy");
+        }
+        if has("ZE_experimental_relaxed_allocation_limits") {
+            let mut rl: ze_relaxed_allocation_limits_exp_desc_t = zeroed();
+            rl.stype = ZE_STRUCTURE_TYPE_RELAXED_ALLOCATION_LIMITS_EXP_DESC;
+            let (r, _) = try_alloc_host(ctx, (&rl as *const ze_relaxed_allocation_limits_exp_desc_t).cast(), 64);
+            assert_eq!(r, ZE_RESULT_ERROR_INVALID_ARGUMENT, "relaxed limits without MAX_SIZE");
+            rl.flags = ZE_RELAXED_ALLOCATION_LIMITS_EXP_FLAG_MAX_SIZE;
+            let p = alloc_host(ctx, (&rl as *const ze_relaxed_allocation_limits_exp_desc_t).cast(), 64);
+            free(ctx, p);
+        }
+        if has("ZEX_intel_experimental_queue_copy_operations_offload_hint") {
+            // zex_intel_queue_copy_operations_offload_hint_exp_desc_t {stype 0x3001b, pNext, copyOffloadEnabled}.
+            #[repr(C)]
+            struct Hint {
+                stype: u32,
+                p_next: *const c_void,
+                enabled: ze_bool_t,
+            }
+            let hint = Hint { stype: 0x0003_001b, p_next: std::ptr::null(), enabled: 1 };
+            let mut qd: ze_command_queue_desc_t = zeroed();
+            qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+            qd.pNext = (&hint as *const Hint).cast();
+            let mut l = std::ptr::null_mut();
+            ok(a.zeCommandListCreateImmediate(ctx, dev, &qd, &mut l), "immediate list with the offload hint");
+            ok(a.zeCommandListDestroy(l), "destroy");
+        }
+        // The GPU's extension-function table answers the getters compute-runtime puts there.
+        for n in ["@zeCommandQueueGetOrdinal", "@zeCommandListGetOrdinal", "@zeCommandListIsImmediate"] {
+            let f = resolve(gpu, n);
+            assert!(!f.is_null() && !is_stub(f), "{n}");
+        }
+        destroy_contexts(&[ctx]);
+    }
+    // The NPU: every table-bearing extension resolves through zeDriverGetExtensionFunctionAddress.
+    for n in extension_names(npu) {
+        if n.contains("graph") || n.contains("_npu") || n.contains("profiling") {
+            assert!(!resolve(npu, &format!("@{n}")).is_null(), "NPU {n}");
+        } else if n == "ZE_experimental_mutable_command_list" {
+            for f in ["zeCommandListGetNextCommandIdExp", "zeCommandListUpdateMutableCommandsExp"] {
+                let p = dlsym(f);
+                assert!(!p.is_null() && !is_stub(p), "NPU {n}: {f}");
+            }
+        }
+    }
+}
+
+/// Module properties as compute-runtime reports them for these iGPUs (device.cpp
+/// getKernelProperties), though no module loads here; images reported as absent everywhere, and
+/// consistently: no image dimensions, no image import or export, no image extension, zeImageCreate
+/// unsupported.
+#[test]
+fn gpu_module_properties_and_no_images_consistently() {
+    let _s = serial();
+    let a = api();
+    let (gpu, npu) = drivers();
+    let dev = device_of(gpu);
+    // SAFETY: valid handles, chains and out-parameters.
+    unsafe {
+        let mut fa: ze_float_atomic_ext_properties_t = zeroed();
+        fa.stype = ZE_STRUCTURE_TYPE_FLOAT_ATOMIC_EXT_PROPERTIES;
+        let mut mp: ze_device_module_properties_t = zeroed();
+        mp.stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+        mp.pNext = (&mut fa as *mut ze_float_atomic_ext_properties_t).cast();
+        ok(a.zeDeviceGetModuleProperties(dev, &mut mp), "module properties");
+        assert_eq!(mp.spirvVersionSupported, (1 << 16) | 5, "SPIR-V 1.5");
+        assert_eq!(
+            mp.flags,
+            ZE_DEVICE_MODULE_FLAG_FP16
+                | ZE_DEVICE_MODULE_FLAG_FP64
+                | ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS
+                | ZE_DEVICE_MODULE_FLAG_DP4A
+        );
+        assert_eq!(mp.fp16flags, 0x3f & !ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT | ZE_DEVICE_FP_FLAG_FMA);
+        assert_eq!(mp.fp32flags & ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT, ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT);
+        assert_eq!(mp.fp64flags, mp.fp32flags);
+        assert_eq!((mp.maxArgumentsSize, mp.printfBufferSize), (2048, 4 << 20));
+        assert_eq!((fa.fp16Flags, fa.fp32Flags, fa.fp64Flags), (0x5_0005, 0x7_0007, 0x7_0007));
+        assert!(extension_names(gpu).iter().any(|e| e == "ZE_extension_float_atomics"));
+
+        for d in [dev, device_of(npu)] {
+            let mut ip: ze_device_image_properties_t = zeroed();
+            ip.stype = ZE_STRUCTURE_TYPE_DEVICE_IMAGE_PROPERTIES;
+            ok(a.zeDeviceGetImageProperties(d, &mut ip), "image properties");
+            assert_eq!(
+                (ip.maxImageDims1D, ip.maxImageDims2D, ip.maxImageDims3D, ip.maxImageBufferSize, ip.maxSamplers),
+                (0, 0, 0, 0, 0)
+            );
+            let mut xp: ze_device_external_memory_properties_t = zeroed();
+            xp.stype = ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES;
+            ok(a.zeDeviceGetExternalMemoryProperties(d, &mut xp), "external memory properties");
+            assert_eq!((xp.imageImportTypes, xp.imageExportTypes), (0, 0));
+        }
+        for d in [gpu, npu] {
+            assert!(!extension_names(d).iter().any(|e| e.contains("image")), "no image extension");
+        }
+        let ctx = context(gpu);
+        let mut desc: ze_image_desc_t = zeroed();
+        desc.stype = ZE_STRUCTURE_TYPE_IMAGE_DESC;
+        let mut img = std::ptr::null_mut();
+        assert_eq!(a.zeImageCreate(ctx, dev, &desc, &mut img), ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        destroy_contexts(&[ctx]);
+    }
+}
+
+/// The GPU's virtual-memory API and the atomic-access attributes of shared allocations, as
+/// compute-runtime's context.cpp implements them; the NPU has neither (UNSUPPORTED_FEATURE).
+#[test]
+fn gpu_virtual_memory_and_atomic_access_attributes() {
+    let _s = serial();
+    let a = api();
+    let (gpu, npu) = drivers();
+    let (ctx, dev, nctx) = (context(gpu), device_of(gpu), context(npu));
+    const K64: usize = 64 << 10;
+    const M2: usize = 2 << 20;
+    // SAFETY: valid handles, descriptors and out-parameters; mapped memory is touched only while mapped RW.
+    unsafe {
+        let mut page = 0usize;
+        ok(a.zeVirtualMemQueryPageSize(ctx, dev, 4096, &mut page), "page size");
+        assert_eq!(page, K64);
+        ok(a.zeVirtualMemQueryPageSize(ctx, dev, 3 * M2, &mut page), "page size");
+        assert_eq!(page, M2);
+        assert_eq!(
+            a.zeVirtualMemQueryPageSize(nctx, device_of(npu), 4096, &mut page),
+            ZE_RESULT_ERROR_UNSUPPORTED_FEATURE
+        );
+
+        // Reserve: sizes in 4 KiB multiples, 2 MiB-aligned start, access NONE.
+        let mut va: *mut c_void = std::ptr::null_mut();
+        assert_eq!(a.zeVirtualMemReserve(ctx, std::ptr::null(), 1000, &mut va), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        ok(a.zeVirtualMemReserve(ctx, std::ptr::null(), 4 * K64, &mut va), "reserve");
+        assert_eq!(va as usize % M2, 0);
+        let (mut access, mut size) = (ZE_MEMORY_ACCESS_ATTRIBUTE_FORCE_UINT32, 0usize);
+        ok(a.zeVirtualMemGetAccessAttribute(ctx, va, K64, &mut access, &mut size), "get access");
+        assert_eq!((access, size), (ZE_MEMORY_ACCESS_ATTRIBUTE_NONE, 4 * K64));
+
+        // Physical memory: device memory in page multiples, host memory in 4 KiB multiples.
+        let mut pd: ze_physical_mem_desc_t = zeroed();
+        pd.stype = ZE_STRUCTURE_TYPE_PHYSICAL_MEM_DESC;
+        pd.size = 4096;
+        let mut phys = std::ptr::null_mut();
+        assert_eq!(a.zePhysicalMemCreate(ctx, dev, &mut pd, &mut phys), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        pd.flags = ZE_PHYSICAL_MEM_FLAG_ALLOCATE_ON_HOST;
+        pd.size = 4096 + 1;
+        let mut host_phys = std::ptr::null_mut();
+        assert_eq!(a.zePhysicalMemCreate(ctx, dev, &mut pd, &mut host_phys), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        pd.size = 17 * 4096;
+        ok(a.zePhysicalMemCreate(ctx, dev, &mut pd, &mut host_phys), "host physical memory (4 KiB multiple)");
+        pd.flags = 0;
+        pd.size = 2 * K64;
+        ok(a.zePhysicalMemCreate(ctx, dev, &mut pd, &mut phys), "device physical memory");
+
+        // Map: alignment, size and range rules, then the memory is usable by GPU copies.
+        let rw = ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE;
+        assert_eq!(a.zeVirtualMemMap(ctx, va, 1000, phys, 0, rw), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        assert_eq!(
+            a.zeVirtualMemMap(ctx, va.cast::<u8>().add(4096).cast(), K64, phys, 0, rw),
+            ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT
+        );
+        assert_eq!(a.zeVirtualMemMap(ctx, va, K64, phys, 4096, rw), ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        assert_eq!(
+            a.zeVirtualMemMap(ctx, va, 4 * K64, phys, 0, rw),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "past the physical memory"
+        );
+        assert_eq!(a.zeVirtualMemMap(ctx, va, K64, phys, 0, 7), ZE_RESULT_ERROR_INVALID_ENUMERATION);
+        ok(a.zeVirtualMemMap(ctx, va, 2 * K64, phys, 0, rw), "map");
+        let second = va.cast::<u8>().add(2 * K64).cast::<c_void>();
+        assert_eq!(
+            a.zeVirtualMemMap(ctx, second, 2 * K64, phys, 0, rw),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "device memory maps once"
+        );
+        ok(a.zeVirtualMemGetAccessAttribute(ctx, va, K64, &mut access, &mut size), "get access");
+        assert_eq!(access, rw);
+        let (props, _) = alloc_props(ctx, va.cast::<u8>().add(100).cast());
+        assert_eq!(props.type_, ZE_MEMORY_TYPE_DEVICE, "a mapping is device memory");
+
+        // A GPU copy into the mapped range, read back through the host.
+        let src = vec![0x5au8; 2 * K64];
+        let mut qd: ze_command_queue_desc_t = zeroed();
+        qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+        qd.mode = ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+        let mut il = std::ptr::null_mut();
+        ok(a.zeCommandListCreateImmediate(ctx, dev, &qd, &mut il), "immediate");
+        ok(
+            a.zeCommandListAppendMemoryCopy(
+                il,
+                va,
+                src.as_ptr().cast(),
+                2 * K64,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            ),
+            "copy into the mapping",
+        );
+        assert_eq!(std::ptr::read_volatile(va.cast::<u8>().add(2 * K64 - 1)), 0x5a);
+
+        // Access attributes belong to the reservation; an unknown range is INVALID_ARGUMENT.
+        ok(a.zeVirtualMemSetAccessAttribute(ctx, va, 2 * K64, ZE_MEMORY_ACCESS_ATTRIBUTE_READONLY), "read-only");
+        ok(a.zeVirtualMemGetAccessAttribute(ctx, second, K64, &mut access, &mut size), "get access");
+        assert_eq!(access, ZE_MEMORY_ACCESS_ATTRIBUTE_READONLY);
+        assert_eq!(std::ptr::read_volatile(va.cast::<u8>()), 0x5a, "still readable");
+        assert_eq!(
+            a.zeVirtualMemSetAccessAttribute(ctx, va, 8 * K64, rw),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "beyond the reservation"
+        );
+
+        // Unmap, then the physical memory maps again (the host one too, twice); free needs the size.
+        assert_eq!(a.zeVirtualMemUnmap(ctx, va, 1000), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+        ok(a.zeVirtualMemUnmap(ctx, va, 2 * K64), "unmap");
+        assert_eq!(alloc_props(ctx, va).0.type_, ZE_MEMORY_TYPE_UNKNOWN);
+        ok(a.zeVirtualMemMap(ctx, second, 2 * K64, phys, 0, rw), "map again");
+        assert_eq!(std::ptr::read_volatile(second.cast::<u8>()), 0x5a, "the same physical pages");
+        ok(a.zeVirtualMemMap(ctx, va, K64, host_phys, 0, rw), "host physical memory");
+        ok(a.zeVirtualMemUnmap(ctx, va, K64), "unmap");
+        ok(a.zeVirtualMemMap(ctx, va, K64, host_phys, 0, rw), "host physical memory maps again");
+        assert_eq!(a.zeVirtualMemFree(ctx, va, K64), ZE_RESULT_ERROR_INVALID_ARGUMENT, "another size");
+        ok(a.zeVirtualMemFree(ctx, va, 4 * K64), "free");
+        assert_eq!(
+            a.zeVirtualMemGetAccessAttribute(ctx, va, K64, &mut access, &mut size),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT
+        );
+        ok(a.zePhysicalMemDestroy(ctx, phys), "destroy");
+        ok(a.zePhysicalMemDestroy(ctx, host_phys), "destroy");
+        ok(a.zePhysicalMemDestroy(ctx, phys), "an unknown handle is SUCCESS, as compute-runtime");
+        ok(a.zeCommandListDestroy(il), "destroy");
+        let mut nva: *mut c_void = std::ptr::null_mut();
+        assert_eq!(a.zeVirtualMemReserve(nctx, std::ptr::null(), K64, &mut nva), ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+
+        // Atomic-access attributes: shared allocations only, device and host atomics, no system
+        // atomics without shared-system USM; what was set is read back.
+        let dd = dev_desc(std::ptr::null());
+        let hd = host_desc(std::ptr::null());
+        let mut shared: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocShared(ctx, &dd, &hd, 4096, 64, dev, &mut shared), "shared");
+        let host = alloc_host(ctx, std::ptr::null(), 4096);
+        let mut attr = 0u32;
+        assert_eq!(
+            a.zeMemGetAtomicAccessAttributeExp(ctx, dev, shared, 4096, &mut attr),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "never set"
+        );
+        let set = |p, f| a.zeMemSetAtomicAccessAttributeExp(ctx, dev, p, 4096, f);
+        assert_eq!(
+            set(host, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "host memory"
+        );
+        assert_eq!(
+            a.zeMemSetAtomicAccessAttributeExp(
+                ctx,
+                std::ptr::null_mut(),
+                shared,
+                4096,
+                ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS
+            ),
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "no device"
+        );
+        let system = std::env::var("VL0_GPU_SHARED_SYSTEM").as_deref() == Ok("1");
+        let stack = [0u8; 16];
+        let unknown = set(stack.as_ptr().cast(), ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS);
+        assert_eq!(unknown == ZE_RESULT_SUCCESS, system, "plain memory takes it only with shared-system USM");
+        assert_eq!(set(shared, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_SYSTEM_ATOMICS), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        assert_eq!(set(shared, 1 << 10), ZE_RESULT_ERROR_INVALID_ARGUMENT, "no known flag");
+        ok(set(shared, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS), "device atomics");
+        ok(a.zeMemGetAtomicAccessAttributeExp(ctx, dev, shared, 4096, &mut attr), "get");
+        assert_eq!(attr, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_DEVICE_ATOMICS);
+        ok(set(shared, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_NO_ATOMICS), "none");
+        ok(a.zeMemGetAtomicAccessAttributeExp(ctx, dev, shared, 4096, &mut attr), "get");
+        assert_eq!(attr, ZE_MEMORY_ATOMIC_ATTR_EXP_FLAG_NO_ATOMICS);
+        free(ctx, shared);
+        free(ctx, host);
+    }
+    destroy_contexts(&[ctx, nctx]);
+}
+
+#[test]
+fn every_advertised_extension_is_backed() {
+    let _s = serial();
+    check_gpu_extensions();
+}
+
+/// Command semantics as compute-runtime's: immediate append of regular lists (from the build that
+/// has it), SYNCHRONOUS queues, appends to a closed list, `zeMemAllocDevice` alignments. Per build:
+/// the default (26.14.37833), one that has the entry point but does not advertise it (24.22..24.52)
+/// and one before it.
+#[test]
+fn gpu_command_semantics_follow_compute_runtime() {
+    for build in ["37833", "30000", "29000"] {
+        run_child("command_semantics", &[("VL0_GPU_DRIVER_BUILD", build)]);
+    }
+}
+
+/// A process that exits with work still pending on events nobody will signal (GPU queue, GPU
+/// immediate list, NPU queue) exits cleanly: status 0, no signal, and the platform's exit handler
+/// ended its queue threads and dropped the pending work (its `VL0_TRACE` report).
+#[test]
+fn exit_with_pending_work_is_clean() {
+    let err = run_child("exit_pending", &[("VL0_TRACE", "1")]);
+    let report =
+        err.lines().find(|l| l.starts_with("virtual-l0: exit: ")).unwrap_or_else(|| panic!("no exit report:\n{err}"));
+    assert!(report.contains(" 0 still running"), "{report}");
+    let threads: u32 = report.trim_start_matches("virtual-l0: exit: ").split(' ').next().unwrap().parse().unwrap();
+    assert!(threads >= 3, "{report}");
+    assert!(!err.contains("panicked") && !err.contains("Aborted"), "{err}");
+}
+
 mod inner {
     use super::*;
 
@@ -1627,6 +2101,293 @@ mod inner {
                 assert_eq!(a.zeContextGetStatus(ctx), ZE_RESULT_ERROR_INVALID_ARGUMENT);
                 ok(a.zeContextGetStatus(ctx), "third");
             }
+        });
+    }
+
+    /// A GPU context, device, regular and immediate lists and queues for the command tests.
+    struct Gpu {
+        ctx: ze_context_handle_t,
+        dev: ze_device_handle_t,
+    }
+
+    impl Gpu {
+        fn new() -> Gpu {
+            let gpu = drivers().0;
+            Gpu { ctx: context(gpu), dev: device_of(gpu) }
+        }
+        fn list(&self) -> ze_command_list_handle_t {
+            let mut d: ze_command_list_desc_t = zeroed();
+            d.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+            let mut l = std::ptr::null_mut();
+            // SAFETY: valid handles, descriptor and out-parameter.
+            ok(unsafe { api().zeCommandListCreate(self.ctx, self.dev, &d, &mut l) }, "zeCommandListCreate");
+            l
+        }
+        fn queue_desc(mode: ze_command_queue_mode_t) -> ze_command_queue_desc_t {
+            let mut d: ze_command_queue_desc_t = zeroed();
+            d.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+            d.mode = mode;
+            d
+        }
+        fn immediate(&self) -> ze_command_list_handle_t {
+            let d = Self::queue_desc(ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS);
+            let mut l = std::ptr::null_mut();
+            // SAFETY: valid handles, descriptor and out-parameter.
+            ok(unsafe { api().zeCommandListCreateImmediate(self.ctx, self.dev, &d, &mut l) }, "immediate");
+            l
+        }
+        fn queue(&self, mode: ze_command_queue_mode_t) -> ze_command_queue_handle_t {
+            let d = Self::queue_desc(mode);
+            let mut q = std::ptr::null_mut();
+            // SAFETY: valid handles, descriptor and out-parameter.
+            ok(unsafe { api().zeCommandQueueCreate(self.ctx, self.dev, &d, &mut q) }, "zeCommandQueueCreate");
+            q
+        }
+    }
+
+    /// `count` host-visible events of one pool of `ctx`.
+    fn events(ctx: ze_context_handle_t, count: u32) -> Vec<ze_event_handle_t> {
+        let a = api();
+        let mut pd: ze_event_pool_desc_t = zeroed();
+        pd.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC;
+        pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
+        pd.count = count;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: valid handles, descriptors and out-parameters.
+        unsafe {
+            ok(a.zeEventPoolCreate(ctx, &pd, 0, std::ptr::null_mut(), &mut pool), "zeEventPoolCreate");
+            (0..count)
+                .map(|i| {
+                    let mut ed: ze_event_desc_t = zeroed();
+                    ed.stype = ZE_STRUCTURE_TYPE_EVENT_DESC;
+                    ed.index = i;
+                    let mut e = std::ptr::null_mut();
+                    ok(a.zeEventCreate(pool, &ed, &mut e), "zeEventCreate");
+                    e
+                })
+                .collect()
+        }
+    }
+
+    /// Appends a 1-byte-pattern fill of `buf` to `l`.
+    fn fill(l: ze_command_list_handle_t, buf: &mut [u8], byte: u8) -> ze_result_t {
+        // SAFETY: valid list; the buffer outlives the list's execution in these tests.
+        unsafe {
+            api().zeCommandListAppendMemoryFill(
+                l,
+                buf.as_mut_ptr().cast(),
+                (&byte as *const u8).cast(),
+                1,
+                buf.len(),
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            )
+        }
+    }
+
+    #[test]
+    fn command_semantics() {
+        in_child("command_semantics", || {
+            let a = api();
+            let g = Gpu::new();
+            let build: u32 = std::env::var("VL0_GPU_DRIVER_BUILD").unwrap().parse().unwrap();
+            check_gpu_extensions();
+            let gpu = drivers().0;
+            let buf = Box::leak(Box::new([0u8; 256]));
+            // SAFETY: valid handles, descriptors and out-parameters throughout; `buf` is leaked, so
+            // it outlives every submission.
+            unsafe {
+                // 1. zeCommandListImmediateAppendCommandListsExp: advertised from 24.52.32224
+                //    (compute-runtime driver_handle_helper.cpp), working from 24.22.29735.
+                let advertised =
+                    extension_names(gpu).iter().any(|e| e == "ZE_experimental_immediate_command_list_append");
+                assert_eq!(advertised, build >= 32224, "build {build}");
+                let imm = g.immediate();
+                let l1 = g.list();
+                ok(fill(l1, &mut buf[..], 0xAB), "fill");
+                let mut lists = [l1];
+                let ev = events(g.ctx, 2);
+                let r = a.zeCommandListImmediateAppendCommandListsExp(
+                    imm,
+                    1,
+                    lists.as_mut_ptr(),
+                    ev[0],
+                    0,
+                    std::ptr::null_mut(),
+                );
+                if build < 29735 {
+                    assert_eq!(r, ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, "build {build}");
+                } else {
+                    // compute-runtime executeCommandLists: a list that is not closed → INVALID_ARGUMENT.
+                    assert_eq!(r, ZE_RESULT_ERROR_INVALID_ARGUMENT, "not closed");
+                    ok(a.zeCommandListClose(l1), "close");
+                    let regular = g.list();
+                    assert_eq!(
+                        a.zeCommandListImmediateAppendCommandListsExp(
+                            regular,
+                            1,
+                            lists.as_mut_ptr(),
+                            std::ptr::null_mut(),
+                            0,
+                            std::ptr::null_mut()
+                        ),
+                        ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                        "onto a regular list"
+                    );
+                    ok(
+                        a.zeCommandListImmediateAppendCommandListsExp(
+                            imm,
+                            1,
+                            lists.as_mut_ptr(),
+                            ev[0],
+                            0,
+                            std::ptr::null_mut(),
+                        ),
+                        "append",
+                    );
+                    ok(a.zeEventHostSynchronize(ev[0], u64::MAX), "signalled after the lists ran");
+                    assert!(buf.iter().all(|&b| b == 0xAB));
+                    // With a wait event the host signals later: the append returns at once, runs after.
+                    buf.fill(0);
+                    let mut w = ev[1];
+                    ok(
+                        a.zeCommandListImmediateAppendCommandListsExp(
+                            imm,
+                            1,
+                            lists.as_mut_ptr(),
+                            std::ptr::null_mut(),
+                            1,
+                            &mut w,
+                        ),
+                        "append with wait",
+                    );
+                    assert_eq!(a.zeCommandListHostSynchronize(imm, 0), ZE_RESULT_NOT_READY);
+                    assert_eq!(std::ptr::read_volatile(&buf[0]), 0, "waits for the event");
+                    ok(a.zeEventHostSignal(ev[1]), "signal");
+                    ok(a.zeCommandListHostSynchronize(imm, u64::MAX), "done");
+                    assert_eq!(std::ptr::read_volatile(&buf[255]), 0xAB);
+                }
+
+                // 2. A closed GPU list accepts appends and never runs them (compute-runtime close()
+                //    ends the batch buffer); reset reopens it. Executing an open list: INVALID_ARGUMENT.
+                let q = g.queue(ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS);
+                let l2 = g.list();
+                let mut l2s = [l2];
+                assert_eq!(
+                    a.zeCommandQueueExecuteCommandLists(q, 1, l2s.as_mut_ptr(), std::ptr::null_mut()),
+                    ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                    "an open list"
+                );
+                ok(fill(l2, &mut buf[..], 1), "fill 1");
+                ok(a.zeCommandListClose(l2), "close");
+                assert_eq!(fill(l2, &mut buf[..], 2), ZE_RESULT_SUCCESS, "accepted after close");
+                ok(a.zeCommandListClose(l2), "closed again");
+                ok(a.zeCommandQueueExecuteCommandLists(q, 1, l2s.as_mut_ptr(), std::ptr::null_mut()), "execute");
+                ok(a.zeCommandQueueSynchronize(q, u64::MAX), "sync");
+                assert!(buf.iter().all(|&b| b == 1), "what was appended after close never ran");
+                ok(a.zeCommandListReset(l2), "reset");
+                ok(fill(l2, &mut buf[..], 2), "fill 2");
+                ok(a.zeCommandListClose(l2), "close");
+                ok(a.zeCommandQueueExecuteCommandLists(q, 1, l2s.as_mut_ptr(), std::ptr::null_mut()), "execute");
+                ok(a.zeCommandQueueSynchronize(q, u64::MAX), "sync");
+                assert!(buf.iter().all(|&b| b == 2));
+
+                // 3. A SYNCHRONOUS queue returns from ExecuteCommandLists only when the lists have
+                //    finished (compute-runtime waitForCommandQueueCompletion); an ASYNCHRONOUS one at once.
+                let ev = events(g.ctx, 2);
+                for (mode, e) in
+                    [(ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS, ev[0]), (ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ev[1])]
+                {
+                    buf.fill(0);
+                    let q = g.queue(mode);
+                    let l = g.list();
+                    let mut w = e;
+                    ok(a.zeCommandListAppendWaitOnEvents(l, 1, &mut w), "wait");
+                    ok(fill(l, &mut buf[..], 9), "fill");
+                    ok(a.zeCommandListClose(l), "close");
+                    let eh = e as usize;
+                    let signaller = std::thread::spawn(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                        api().zeEventHostSignal(eh as ze_event_handle_t) // a live event
+                    });
+                    let t0 = std::time::Instant::now();
+                    let mut ls = [l];
+                    ok(a.zeCommandQueueExecuteCommandLists(q, 1, ls.as_mut_ptr(), std::ptr::null_mut()), "execute");
+                    let took = t0.elapsed();
+                    let done = std::ptr::read_volatile(&buf[0]) == 9;
+                    if mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS {
+                        assert!(took >= std::time::Duration::from_millis(250) && done, "blocked until done ({took:?})");
+                    } else {
+                        assert!(took < std::time::Duration::from_millis(250) && !done, "returned at once ({took:?})");
+                    }
+                    ok(signaller.join().unwrap(), "signal");
+                    ok(a.zeCommandQueueSynchronize(q, u64::MAX), "sync");
+                    assert_eq!(std::ptr::read_volatile(&buf[255]), 9);
+                }
+
+                // 4. zeMemAllocDevice alignments (compute-runtime checks none; SVMAllocsManager
+                //    aligns device memory to at least 64 KiB): every value is accepted.
+                let dd = dev_desc(std::ptr::null());
+                for (align, want) in
+                    [(0usize, 64usize << 10), (3, 64 << 10), (4096, 64 << 10), (1 << 20, 1 << 20), (3 << 16, 1 << 18)]
+                {
+                    let mut p: *mut c_void = std::ptr::null_mut();
+                    ok(a.zeMemAllocDevice(g.ctx, &dd, 100, align, g.dev, &mut p), &format!("alignment {align}"));
+                    assert_eq!(p as usize % want, 0, "alignment {align}: {p:?}");
+                    free(g.ctx, p);
+                }
+                let mut p: *mut c_void = std::ptr::null_mut();
+                assert_eq!(a.zeMemAllocDevice(g.ctx, &dd, 0, 64, g.dev, &mut p), ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
+            }
+        });
+    }
+
+    #[test]
+    fn exit_pending() {
+        in_child("exit_pending", || {
+            let a = api();
+            let g = Gpu::new();
+            let npu = drivers().1;
+            let (nctx, ndev) = (context(npu), device_of(npu));
+            let buf = Box::leak(Box::new([0u8; 64]));
+            // SAFETY: valid handles, descriptors and out-parameters; `buf` is leaked.
+            unsafe {
+                let ev = events(g.ctx, 2);
+                // A regular list on a queue and an immediate list, both behind never-signalled events.
+                let q = g.queue(ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS);
+                let l = g.list();
+                let mut w = ev[0];
+                ok(a.zeCommandListAppendWaitOnEvents(l, 1, &mut w), "wait");
+                ok(fill(l, &mut buf[..], 1), "fill");
+                ok(a.zeCommandListClose(l), "close");
+                let mut ls = [l];
+                ok(a.zeCommandQueueExecuteCommandLists(q, 1, ls.as_mut_ptr(), std::ptr::null_mut()), "execute");
+                let imm = g.immediate();
+                let mut w = ev[1];
+                ok(a.zeCommandListAppendBarrier(imm, std::ptr::null_mut(), 1, &mut w), "barrier");
+                ok(fill(imm, &mut buf[..], 2), "fill behind it");
+                // The same on the NPU's queue.
+                let nev = events(nctx, 1);
+                let mut qd: ze_command_queue_desc_t = zeroed();
+                qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+                let mut nq = std::ptr::null_mut();
+                ok(a.zeCommandQueueCreate(nctx, ndev, &qd, &mut nq), "NPU queue");
+                let mut ld: ze_command_list_desc_t = zeroed();
+                ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
+                let mut nl = std::ptr::null_mut();
+                ok(a.zeCommandListCreate(nctx, ndev, &ld, &mut nl), "NPU list");
+                let mut w = nev[0];
+                ok(a.zeCommandListAppendBarrier(nl, std::ptr::null_mut(), 1, &mut w), "NPU barrier");
+                ok(a.zeCommandListClose(nl), "close");
+                let mut nls = [nl];
+                ok(a.zeCommandQueueExecuteCommandLists(nq, 1, nls.as_mut_ptr(), std::ptr::null_mut()), "NPU execute");
+                assert_eq!(a.zeCommandQueueSynchronize(q, 1_000_000), ZE_RESULT_NOT_READY);
+                assert_eq!(a.zeCommandListHostSynchronize(imm, 1_000_000), ZE_RESULT_NOT_READY);
+                assert_eq!(a.zeCommandQueueSynchronize(nq, 1_000_000), ZE_RESULT_NOT_READY);
+                assert_eq!(buf[0], 0, "nothing ran");
+            }
+            // Then the process exits, nothing destroyed, the work still pending.
         });
     }
 }

@@ -14,7 +14,8 @@
 use crate::export::{now_ns, ZeResult};
 use crate::objects::{event_from, same_driver, DriverKind, Kind};
 use crate::sys::*;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Something a `GraphExecute` command runs (implemented by the NPU module's graphs).
@@ -74,6 +75,9 @@ pub enum Command {
         /// destination address
         dst: usize,
     },
+    /// Run closed regular command lists (by handle), in order: what
+    /// `zeCommandListImmediateAppendCommandListsExp` appends to an immediate list.
+    ExecuteLists(Vec<usize>),
     /// Run a graph with a snapshot of its argument values.
     GraphExecute {
         /// the graph
@@ -136,8 +140,22 @@ impl EventState {
         let g = self.lock();
         (g.start, g.end)
     }
-    /// Waits up to `timeout_ns` (`u64::MAX` = forever); true when signalled.
+    /// Waits up to `timeout_ns` (`u64::MAX` = forever); true when signalled. A wait without end
+    /// also ends, false, when the process exits (see [`shutdown`]).
     pub fn wait(&self, timeout_ns: u64) -> bool {
+        if timeout_ns == u64::MAX && !self.is_signaled() {
+            let key = self as *const EventState as usize;
+            waiting().push(key);
+            let signaled = self.wait_inner(timeout_ns);
+            let mut w = waiting();
+            if let Some(i) = w.iter().position(|&k| k == key) {
+                w.swap_remove(i);
+            }
+            return signaled;
+        }
+        self.wait_inner(timeout_ns)
+    }
+    fn wait_inner(&self, timeout_ns: u64) -> bool {
         let mut g = self.lock();
         if g.signaled {
             return true;
@@ -148,6 +166,10 @@ impl EventState {
         let deadline =
             if timeout_ns == u64::MAX { None } else { Instant::now().checked_add(Duration::from_nanos(timeout_ns)) };
         while !g.signaled {
+            // Checked under the state's lock, which `shutdown` takes before it wakes us: no lost wakeup.
+            if deadline.is_none() && shutting_down() {
+                return false;
+            }
             match deadline {
                 None => g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner()),
                 Some(d) => {
@@ -202,43 +224,147 @@ pub struct CommandQueue {
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// Set once the process exits (or the library is unloaded): see [`shutdown`].
+static SHUTDOWN: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process is exiting.
+pub fn shutting_down() -> bool {
+    SHUTDOWN.load(Ordering::Acquire)
+}
+
+/// The events some thread waits on without end (their addresses; an address is in the list only
+/// while its waiter is inside [`EventState::wait`], so it is alive).
+fn waiting() -> MutexGuard<'static, Vec<usize>> {
+    static W: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+    W.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type Sender = Arc<Mutex<Option<std::sync::mpsc::Sender<Job>>>>;
+
+/// The queue threads: their channels (dropped at exit so that idle threads end) and how many
+/// still run.
+struct Workers {
+    senders: Vec<std::sync::Weak<Mutex<Option<std::sync::mpsc::Sender<Job>>>>>,
+    live: usize,
+}
+
+fn workers() -> (&'static Mutex<Workers>, &'static Condvar) {
+    static W: Mutex<Workers> = Mutex::new(Workers { senders: Vec::new(), live: 0 });
+    static CV: Condvar = Condvar::new();
+    (&W, &CV)
+}
+
+/// Leaves the live-worker count when a queue thread ends (also on unwinding).
+struct WorkerAlive;
+impl Drop for WorkerAlive {
+    fn drop(&mut self) {
+        let (w, cv) = workers();
+        w.lock().unwrap_or_else(|e| e.into_inner()).live -= 1;
+        cv.notify_all();
+    }
+}
+
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(shutdown);
+}
+
+/// Ends the queue threads before the process exits or the library is unloaded (registered with
+/// `atexit` when the first one starts; glibc runs a shared object's `atexit` handlers at `exit` and
+/// at its `dlclose`). A thread blocked on an event nothing will ever signal would otherwise still
+/// be parked inside this library while exit handlers tear the process down (or the code it would
+/// return to is unmapped). Every wait without end returns, pending submissions are dropped
+/// unexecuted (a real device's work dies with the process the same way), idle threads see their
+/// channel close, and exit waits (up to 2 s, for a graph still running) until they have ended.
+pub fn shutdown() {
+    if SHUTDOWN.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let (w, cv) = workers();
+    // What is left at exit, before any thread is woken.
+    let (threads, dropped) = (w.lock().unwrap_or_else(|e| e.into_inner()).live, PENDING.load(Ordering::Acquire));
+    for &key in waiting().iter() {
+        // SAFETY: listed only while its waiter is inside `EventState::wait` (see `waiting`).
+        let e = unsafe { &*(key as *const EventState) };
+        let _g = e.lock();
+        e.cv.notify_all();
+    }
+    let mut g = w.lock().unwrap_or_else(|e| e.into_inner());
+    let senders: Vec<_> = g.senders.drain(..).filter_map(|s| s.upgrade()).collect();
+    drop(g);
+    for s in &senders {
+        s.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut g = w.lock().unwrap_or_else(|e| e.into_inner());
+    while g.live > 0 && Instant::now() < deadline {
+        g = cv.wait_timeout(g, deadline - Instant::now()).unwrap_or_else(|e| e.into_inner()).0;
+    }
+    if std::env::var_os("VL0_TRACE").is_some() {
+        eprintln!(
+            "virtual-l0: exit: {threads} queue threads, {} still running; {dropped} pending submissions dropped",
+            g.live
+        );
+    }
+}
+
+/// Submissions waiting on queue threads, process-wide.
+static PENDING: AtomicU64 = AtomicU64::new(0);
+
 /// Work that cannot run on the submitting thread: it waits for an event that is not signalled
 /// yet, which the application may signal from this very thread after the call returns
 /// (`zeEventHostSignal`), as is legal on hardware, where submission never blocks. Running it
 /// inline would hang that thread forever. Such work, and everything submitted to the same queue or
 /// immediate list after it while it is pending, runs in submission order on a thread of the queue
-/// or list (started on first use, ended when the queue or list is destroyed).
+/// or list (started on first use, ended when the queue or list is destroyed, or at process exit:
+/// [`shutdown`]).
 #[derive(Default)]
 pub struct Deferred {
-    tx: Mutex<Option<std::sync::mpsc::Sender<Job>>>,
-    pending: Arc<std::sync::atomic::AtomicU64>,
+    tx: Sender,
+    pending: Arc<AtomicU64>,
 }
 
 impl Deferred {
     /// Whether deferred work is still pending (later work must then be deferred too, to stay in order).
     pub fn busy(&self) -> bool {
-        self.pending.load(std::sync::atomic::Ordering::Acquire) > 0
+        self.pending.load(Ordering::Acquire) > 0
     }
     /// Runs `job` after every job submitted before it, on this queue's or list's thread.
     pub fn submit(&self, job: impl FnOnce() + Send + 'static) {
-        use std::sync::atomic::Ordering;
         self.pending.fetch_add(1, Ordering::AcqRel);
+        PENDING.fetch_add(1, Ordering::AcqRel);
         let pending = self.pending.clone();
         let job: Job = Box::new(move || {
             // A panic must neither kill the worker nor leave `pending` raised.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
             pending.fetch_sub(1, Ordering::AcqRel);
+            PENDING.fetch_sub(1, Ordering::AcqRel);
         });
         let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
-        if tx.is_none() {
+        if tx.is_none() && !shutting_down() {
             let (s, r) = std::sync::mpsc::channel::<Job>();
+            let (w, _) = workers();
+            let mut g = w.lock().unwrap_or_else(|e| e.into_inner());
+            static REGISTERED: std::sync::Once = std::sync::Once::new();
+            // SAFETY: `at_exit` is a plain extern "C" fn of this library that never unwinds.
+            REGISTERED.call_once(|| unsafe {
+                libc::atexit(at_exit);
+            });
+            g.live += 1;
             let spawned = std::thread::Builder::new().name("vl0-queue".into()).spawn(move || {
+                let _alive = WorkerAlive;
                 for j in r {
+                    if shutting_down() {
+                        break; // the remaining jobs are dropped unexecuted
+                    }
                     j();
                 }
             });
-            if spawned.is_ok() {
-                *tx = Some(s);
+            match spawned {
+                Ok(_) => {
+                    g.senders.push(Arc::downgrade(&self.tx));
+                    *tx = Some(s);
+                }
+                Err(_) => g.live -= 1,
             }
         }
         let job = match tx.as_ref() {
@@ -249,7 +375,7 @@ impl Deferred {
             None => job,
         };
         drop(tx);
-        job(); // no worker thread: run here (blocks, as before)
+        job(); // no worker thread (or exiting): run here (blocks, as before)
     }
 }
 
@@ -306,7 +432,16 @@ impl InFlight {
 #[derive(Default)]
 struct ListState {
     commands: Vec<Recorded>,
-    closed: bool,
+    /// The number of commands when the list was first closed since creation or reset: where the
+    /// batch buffer ends. `None` while open.
+    end: Option<usize>,
+}
+
+impl ListState {
+    /// The commands an execution runs: up to the first close (all while open).
+    fn executed(&self) -> &[Recorded] {
+        &self.commands[..self.end.unwrap_or(self.commands.len())]
+    }
 }
 
 /// `ze_command_list_handle_t`.
@@ -428,7 +563,9 @@ fn run(driver: DriverKind, cmd: &Command) -> ze_result_t {
         }
         Command::WaitEvents(es) => {
             for e in es {
-                e.wait(u64::MAX);
+                if !e.wait(u64::MAX) {
+                    return ZE_RESULT_ERROR_DEVICE_LOST; // process exit (see [`shutdown`])
+                }
             }
             ZE_RESULT_SUCCESS
         }
@@ -442,6 +579,20 @@ fn run(driver: DriverKind, cmd: &Command) -> ze_result_t {
             ZE_RESULT_SUCCESS
         }
         Command::GraphExecute { graph, args } => graph.execute(args),
+        Command::ExecuteLists(lists) => {
+            for &h in lists {
+                // SAFETY: validated at append; the application keeps the lists alive until the work
+                // completed (L0 rule), and a destroyed one is detected (live-handle set).
+                let res = match unsafe { crate::objects::command_list_from(h as ze_command_list_handle_t) } {
+                    Ok(l) => l.execute(),
+                    Err(e) => e,
+                };
+                if res != ZE_RESULT_SUCCESS {
+                    return res;
+                }
+            }
+            ZE_RESULT_SUCCESS
+        }
     }
 }
 
@@ -468,6 +619,16 @@ impl Recorded {
             Command::ResetEvent(e) => {
                 view.insert(key(e), false);
             }
+            Command::ExecuteLists(lists) => {
+                for &h in lists {
+                    // SAFETY: validated at append (see `run`).
+                    if let Ok(l) = unsafe { crate::objects::command_list_from(h as ze_command_list_handle_t) } {
+                        if l.would_block(view) {
+                            return true;
+                        }
+                    }
+                }
+            }
             _ => {}
         }
         if let Some(e) = &self.signal {
@@ -479,7 +640,10 @@ impl Recorded {
 
 fn run_recorded(driver: DriverKind, r: &Recorded) -> ze_result_t {
     for w in &r.waits {
-        w.wait(u64::MAX);
+        if !w.wait(u64::MAX) {
+            // Only at process exit (see [`shutdown`]): the work is dropped, never run.
+            return ZE_RESULT_ERROR_DEVICE_LOST;
+        }
     }
     if let Some(s) = &r.signal {
         s.begin();
@@ -548,15 +712,20 @@ impl CommandList {
         }
         let mut st = self.lock();
         // The NPU driver refuses appends to a closed list (`checkCommandAppendCondition`).
-        if st.closed && self.driver == DriverKind::Npu {
+        if st.end.is_some() && self.driver == DriverKind::Npu {
             return ZE_RESULT_ERROR_NOT_AVAILABLE;
         }
+        // The GPU driver accepts them and never runs them: compute-runtime's `close()`
+        // (`cmdlist_hw.inl` `CommandListCoreFamily::close`) ends the batch buffer
+        // (`programBatchBufferEnd`) and nothing checks `closedCmdList` at append time, so later
+        // commands are encoded after the end, where execution never reaches, until
+        // `zeCommandListReset` (`reset`: a fresh buffer, `closedCmdList = false`).
         st.commands.push(r);
         ZE_RESULT_SUCCESS
     }
     /// Whether `zeCommandListClose` was called since creation or the last reset.
     pub fn is_closed(&self) -> bool {
-        self.lock().closed
+        self.lock().end.is_some()
     }
     /// The id the next appended command will get (its index).
     pub fn next_command_id(&self) -> u64 {
@@ -576,24 +745,30 @@ impl CommandList {
         }
     }
     /// `zeCommandListClose`.
+    /// A second close ends the buffer again after the later appends; execution still stops at the
+    /// first end.
     pub fn close(&self) {
-        self.lock().closed = true;
+        let mut st = self.lock();
+        if st.end.is_none() {
+            st.end = Some(st.commands.len());
+        }
     }
     /// `zeCommandListReset`.
     pub fn reset(&self) {
         let mut st = self.lock();
         st.commands.clear();
-        st.closed = false;
+        st.end = None;
     }
     /// Whether executing this list after what is folded into `view` would block on an event that
     /// nothing signals before; otherwise folds the list's signals and resets into `view`.
     pub fn would_block(&self, view: &mut EventView) -> bool {
-        self.lock().commands.iter().any(|r| r.would_block(view))
+        self.lock().executed().iter().any(|r| r.would_block(view))
     }
-    /// Runs every recorded command in order; stops at the first failure and returns it.
+    /// Runs the recorded commands in order, up to where the list was first closed; stops at the
+    /// first failure and returns it.
     pub fn execute(&self) -> ze_result_t {
         let st = self.lock();
-        for r in &st.commands {
+        for r in st.executed() {
             let res = run_recorded(self.driver, r);
             if res != ZE_RESULT_SUCCESS {
                 return res;

@@ -221,6 +221,32 @@ pub fn lookup_in(driver: DriverKind, ctx: usize, ptr: *const c_void) -> Option<A
     find(&lock(driver), ptr as usize, Some(ctx)).map(|r| r.info)
 }
 
+/// Registers memory this platform mapped itself (a virtual-memory mapping, `api::virtual_mem`) as
+/// a device allocation of `ctx`, so that queries and copies know it; returns its id. Not counted
+/// as a live allocation; [`unregister`] removes it.
+pub fn register_mapping(driver: DriverKind, ctx: usize, device: usize, base: usize, size: usize) -> u64 {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let info = AllocInfo {
+        base,
+        size,
+        id,
+        kind: MemKind::Device,
+        device,
+        context: ctx,
+        origin: Origin::Plain,
+        read_only: false,
+        device_va: 0,
+        poisoned: false,
+    };
+    lock(driver).insert((base, id), Record { info, backing: Backing::Borrowed });
+    id
+}
+
+/// Removes what [`register_mapping`] registered.
+pub fn unregister(driver: DriverKind, base: usize, id: u64) {
+    lock(driver).remove(&(base, id));
+}
+
 /// Number of live registry entries of `driver` (imports included).
 pub fn live(driver: DriverKind) -> usize {
     lock(driver).len()
@@ -361,6 +387,8 @@ struct Extensions {
     export: bool,
     import_fd: Option<c_int>,
     sysmem: Option<(usize, usize)>,
+    /// `ze_relaxed_allocation_limits_exp_desc_t` with `MAX_SIZE` (GPU).
+    relaxed_size: bool,
 }
 
 /// Reads the allocation extensions of `chains`. The NPU driver looks only at the first entry of
@@ -403,6 +431,17 @@ unsafe fn extensions(driver: DriverKind, chains: &[*const c_void]) -> ZeResult<E
                         return Err(bad_flags);
                     }
                     x.import_fd = Some(d.fd);
+                }
+                // compute-runtime (`context.cpp` `allocHostMem`, `properties_parser.h`
+                // `prepareL0StructuresLookupTable`): the relaxed-limits descriptor must ask for
+                // MAX_SIZE (else INVALID_ARGUMENT) and lifts the `maxMemAllocSize` cap.
+                s if s == ZE_STRUCTURE_TYPE_RELAXED_ALLOCATION_LIMITS_EXP_DESC && driver == DriverKind::Gpu => {
+                    // SAFETY: stype says ze_relaxed_allocation_limits_exp_desc_t.
+                    let d = unsafe { &*(e.ptr as *const ze_relaxed_allocation_limits_exp_desc_t) };
+                    if d.flags & ZE_RELAXED_ALLOCATION_LIMITS_EXP_FLAG_MAX_SIZE == 0 {
+                        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                    }
+                    x.relaxed_size = true;
                 }
                 stypes::EXTERNAL_MEMMAP_SYSMEM_EXT_DESC => {
                     // SAFETY: stype says ze_external_memmap_sysmem_ext_desc_t.
@@ -450,6 +489,27 @@ fn import_sysmem(req: &Request, p: usize, len: usize) -> ZeResult<(usize, usize,
     Ok((p, len, read_only))
 }
 
+/// The alignment a GPU allocation gets. compute-runtime checks no alignment (`context.cpp`
+/// `allocHostMem`/`allocDeviceMem`/`allocSharedMem` pass it on; the spec's
+/// `UNSUPPORTED_ALIGNMENT` for one that is not a power of two comes from the validation layer
+/// only), so every value is accepted. `SVMAllocsManager` (`unified_memory_manager.cpp`) rounds it
+/// up to a multiple of the allocation's page size with `alignUpNonZero` (0 → the page size):
+/// 64 KiB for device memory (`createUnifiedMemoryAllocation`), 4 KiB for host memory on an
+/// integrated GPU (`createHostUnifiedMemoryAllocation`). A value that is not a power of two then
+/// reaches address arithmetic that assumes one (`alignUp`, whose power-of-two check is compiled out
+/// in release builds, `debug_helpers.h`); here it is rounded up to the next power of two. Host
+/// and shared memory keep this platform's smaller default (64 bytes below 4 KiB).
+fn gpu_alignment(kind: MemKind, align: usize) -> usize {
+    let align = align.checked_next_power_of_two().unwrap_or(1 << (usize::BITS - 1));
+    match kind {
+        MemKind::Device => align.max(DEVICE_PAGE),
+        _ => align,
+    }
+}
+
+/// The page size compute-runtime aligns device allocations to (`MemoryConstants::pageSize64k`).
+pub const DEVICE_PAGE: usize = 64 << 10;
+
 static NEXT_NPU_VA: AtomicU64 = AtomicU64::new(NPU_VA_BASE);
 
 /// Allocates (or imports) memory as described by `req` and the `pNext` chains in `chains`
@@ -458,18 +518,24 @@ static NEXT_NPU_VA: AtomicU64 = AtomicU64::new(NPU_VA_BASE);
 /// # Safety
 /// Every chain is valid per [`chain`].
 pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut c_void> {
+    // SAFETY: per the contract.
+    let ext = unsafe { extensions(req.driver, chains) }?;
     let limit = match req.driver {
+        // Relaxed limits: up to the memory there is (compute-runtime `checkMemSizeLimit`).
+        DriverKind::Gpu if ext.relaxed_size => total_ram() as usize,
         DriverKind::Gpu => max_alloc(DriverKind::Gpu) as usize,
         DriverKind::Npu => usize::MAX / 2,
     };
     if req.size == 0 || req.size > limit {
         return Err(ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
     }
-    if req.align != 0 && !req.align.is_power_of_two() {
-        return Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
-    }
-    // SAFETY: per the contract.
-    let ext = unsafe { extensions(req.driver, chains) }?;
+    let req = match req.driver {
+        DriverKind::Gpu => Request { align: gpu_alignment(req.kind, req.align), ..req },
+        DriverKind::Npu if req.align != 0 && !req.align.is_power_of_two() => {
+            return Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT);
+        }
+        DriverKind::Npu => req,
+    };
     let prefix = req.driver.prefix();
     let mut read_only = false;
     let mut import_alias = None;
@@ -746,7 +812,10 @@ mod tests {
         // SAFETY: no chains.
         unsafe {
             assert_eq!(allocate(req(DriverKind::Gpu, 0, 0), &[]), Err(ZE_RESULT_ERROR_UNSUPPORTED_SIZE));
-            assert_eq!(allocate(req(DriverKind::Gpu, 8, 3), &[]), Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT));
+            assert_eq!(allocate(req(DriverKind::Npu, 8, 3), &[]), Err(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT));
+            let p = allocate(req(DriverKind::Gpu, 8, 3), &[]).unwrap();
+            assert_eq!(p as usize % 4, 0, "GPU: any alignment, rounded up to a power of two");
+            free(DriverKind::Gpu, p).unwrap();
             let p = allocate(req(DriverKind::Gpu, 8, 1 << 16), &[]).unwrap();
             assert_eq!(p as usize % (1 << 16), 0);
             free(DriverKind::Gpu, p).unwrap();

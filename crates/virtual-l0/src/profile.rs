@@ -93,6 +93,14 @@ pub struct Profile {
 /// `closeExternalHandle` after the import, first released in 26.14.37833.4).
 pub const GPU_IMPORT_CLOSES_FD_FROM_BUILD: u32 = 37833;
 
+/// First compute-runtime build that lists `ZE_experimental_immediate_command_list_append` among its
+/// extensions (`driver_handle_helper.cpp` `extensionsSupported`, first released in 24.52.32224).
+pub const GPU_IMMEDIATE_APPEND_ADVERTISED_FROM_BUILD: u32 = 32224;
+/// First compute-runtime build with a working `zeCommandListImmediateAppendCommandListsExp`
+/// (`ze_cmdlist_api_entrypoints.cpp`, 24.22.29735); before it the entry point answers
+/// `UNSUPPORTED_FEATURE` here.
+pub const GPU_IMMEDIATE_APPEND_FROM_BUILD: u32 = 29735;
+
 impl Profile {
     /// Whether a GPU dma-buf import closes the caller's fd (as the profile's compute-runtime does).
     pub fn gpu_import_closes_fd(&self) -> bool {

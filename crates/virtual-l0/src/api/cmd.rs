@@ -100,15 +100,24 @@ ze_api! {
             if l.is_immediate() || l.ordinal != q.ordinal {
                 return Err(ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE);
             }
-            // The NPU driver runs only closed lists ("Commands are not closed" → UNINITIALIZED).
-            if l.driver() == objects::DriverKind::Npu && !l.is_closed() {
-                return Err(ZE_RESULT_ERROR_UNINITIALIZED);
+            // Only closed lists run. The NPU driver: "Commands are not closed" → UNINITIALIZED;
+            // compute-runtime: INVALID_ARGUMENT (`cmdqueue_hw.inl`
+            // `CommandQueueHw::setupCmdListsAndContextParams`, `!commandList->isClosed()`).
+            if !l.is_closed() {
+                return Err(match l.driver() {
+                    objects::DriverKind::Npu => ZE_RESULT_ERROR_UNINITIALIZED,
+                    objects::DriverKind::Gpu => ZE_RESULT_ERROR_INVALID_ARGUMENT,
+                });
             }
             ls.push(l);
         }
         let busy = q.inflight.enter();
         let mut view = crate::cmdlist::EventView::new();
-        if q.deferred.busy() || ls.iter().any(|l| l.would_block(&mut view)) {
+        // A SYNCHRONOUS queue returns only once the lists have finished: compute-runtime submits,
+        // then `CommandQueueHw::waitForCommandQueueCompletion` calls `synchronize(UINT64_MAX)` when
+        // `isSynchronousMode()` (`cmdqueue_hw.inl`), so such a queue blocks here, whatever it waits for.
+        let synchronous = q.mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+        if !synchronous && (q.deferred.busy() || ls.iter().any(|l| l.would_block(&mut view))) {
             // Blocked on an event the application may signal after this call returns: run on the
             // queue's thread, in order, and signal the fence there (see `cmdlist::Deferred`).
             let handles: Vec<usize> = ls.iter().map(|l| l.handle::<c_void>() as usize).collect();
@@ -227,6 +236,46 @@ ze_api! {
         // SAFETY: handle validated; out-parameter from the caller.
         unsafe { *out(o)? = command_list_from(l)?.is_immediate() as ze_bool_t };
         Ok(())
+    }
+    /// compute-runtime (`ze_cmdlist_api_entrypoints.cpp` → `CommandList::appendCommandLists`): on a
+    /// regular list `INVALID_ARGUMENT` (`CommandListCoreFamily::appendCommandLists`); on an
+    /// immediate list (`CommandListCoreFamilyImmediate::appendCommandLists`) it waits for the wait
+    /// events, runs the lists through the list's own queue (`executeCommandLists`, which refuses a
+    /// list that is not closed with `INVALID_ARGUMENT`), then signals the event, in order with the
+    /// list's other appends. Lists of another driver are `INVALID_ARGUMENT`; an immediate list
+    /// among them too (it is never a batch buffer to run; inferred, compute-runtime does not check).
+    /// Works from build 29735; advertised as `ZE_experimental_immediate_command_list_append` from
+    /// build 32224 on (`profile::GPU_IMMEDIATE_APPEND_*`, `api::driver`).
+    fn zeCommandListImmediateAppendCommandListsExp(imm: ze_command_list_handle_t, n: u32, lists: *mut ze_command_list_handle_t, signal: ze_event_handle_t, nw: u32, waits: *mut ze_event_handle_t) {
+        // SAFETY: handle validated.
+        let il = unsafe { command_list_from(imm) }?;
+        if il.driver() == objects::DriverKind::Npu {
+            // linux-npu-driver 1.32.1 does not implement it (its command list table has no slot).
+            return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        }
+        if crate::profile::current().gpu_driver_build < crate::profile::GPU_IMMEDIATE_APPEND_FROM_BUILD {
+            return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        }
+        if !il.is_immediate() {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
+        if n > 0 && lists.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        let mut hs = Vec::with_capacity(n as usize);
+        for i in 0..n as usize {
+            // SAFETY: the caller provides n list handles.
+            let h = unsafe { *lists.add(i) };
+            // SAFETY: validated.
+            let l = unsafe { command_list_from(h) }?;
+            same_driver(il.driver(), l)?;
+            if l.is_immediate() || !l.is_closed() {
+                return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+            }
+            hs.push(h as usize);
+        }
+        // SAFETY: caller's handles.
+        unsafe { append(imm, move |_| Ok(Command::ExecuteLists(hs)), signal, nw, waits) }
     }
     fn zeCommandListAppendBarrier(l: ze_command_list_handle_t, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) {
         // SAFETY: caller's handles.

@@ -95,6 +95,14 @@ fn fill_properties(kind: DriverKind, p: &mut ze_device_properties_t) -> ZeResult
                     DriverKind::Npu => 0,
                 };
             }
+            // compute-runtime `device.cpp` `Device::getProperties`: the EU count of the topology
+            // (`gtSystemInfo.EUCount`), with `ZE_extension_eu_count`.
+            s if s == ZE_STRUCTURE_TYPE_EU_COUNT_EXT && kind == DriverKind::Gpu => {
+                let [slices, subslices, eus, ..] = prof.gpu_topology;
+                // SAFETY: stype says ze_eu_count_ext_t.
+                let c = unsafe { &mut *(e.ptr as *mut ze_eu_count_ext_t) };
+                c.numTotalEUs = slices * subslices * eus;
+            }
             stypes::MUTABLE_COMMAND_LIST_EXP_PROPERTIES if kind == DriverKind::Npu => {
                 // SAFETY: stype says ze_mutable_command_list_exp_properties_t.
                 let m = unsafe { &mut *(e.ptr as *mut ze_mutable_command_list_exp_properties_t) };
@@ -257,9 +265,52 @@ ze_api! {
         }
         Ok(())
     }
+    /// GPU: as compute-runtime reports it (`device.cpp` `Device::getKernelProperties`), although no
+    /// module loads here (`zeModuleCreate` is `UNSUPPORTED_FEATURE`): SPIR-V 1.5 (the first of
+    /// `device_caps.cpp` `spirvWithVersion`), FP16|FP64|INT64_ATOMICS|DP4A (`ftrSupportsFP64` is set
+    /// on Meteor, Arrow, Lunar and Panther Lake, `hw_info_{mtl,arl,lnl,ptl}.cpp`), the default FP
+    /// flags, with correctly rounded divide/sqrt for FP32 and FP64 (`ftrSupports64BitMath`),
+    /// 2048-byte arguments, a 4 MiB printf buffer, and in a chained `ze_float_atomic_ext_properties_t`
+    /// (`ZE_extension_float_atomics`) load/store, add and min/max, global and local, for FP32 and
+    /// FP64 (`compiler_product_helper.cpp`) and load/store and min/max for FP16
+    /// (`compiler_release_helper.cpp`; the extra FP16 caps start with Xe3P). The same on all four
+    /// laptops. NPU: all zero (it runs no kernels).
     fn zeDeviceGetModuleProperties(h: ze_device_handle_t, props: *mut ze_device_module_properties_t) {
         // SAFETY: handle validated; out-parameter from the caller.
-        let p = unsafe { device_from(h)?; out(props)? };
+        let (d, p) = unsafe { (device_from(h)?, out(props)?) };
+        if d.driver() == DriverKind::Gpu {
+            const FP_DEFAULT: u32 = ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST
+                | ZE_DEVICE_FP_FLAG_ROUND_TO_ZERO
+                | ZE_DEVICE_FP_FLAG_ROUND_TO_INF
+                | ZE_DEVICE_FP_FLAG_INF_NAN
+                | ZE_DEVICE_FP_FLAG_DENORM
+                | ZE_DEVICE_FP_FLAG_FMA;
+            p.spirvVersionSupported = crate::stypes::make_version(1, 5);
+            p.flags = ZE_DEVICE_MODULE_FLAG_FP16
+                | ZE_DEVICE_MODULE_FLAG_FP64
+                | ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS
+                | ZE_DEVICE_MODULE_FLAG_DP4A;
+            p.fp16flags = FP_DEFAULT;
+            p.fp32flags = FP_DEFAULT | ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT;
+            p.fp64flags = FP_DEFAULT | ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT;
+            p.maxArgumentsSize = 2048;
+            p.printfBufferSize = 4 << 20;
+            p.nativeKernelSupported.id = [0; 16];
+            const LOAD_STORE: u32 = ZE_DEVICE_FP_ATOMIC_EXT_FLAG_GLOBAL_LOAD_STORE | ZE_DEVICE_FP_ATOMIC_EXT_FLAG_LOCAL_LOAD_STORE;
+            const ADD: u32 = ZE_DEVICE_FP_ATOMIC_EXT_FLAG_GLOBAL_ADD | ZE_DEVICE_FP_ATOMIC_EXT_FLAG_LOCAL_ADD;
+            const MIN_MAX: u32 = ZE_DEVICE_FP_ATOMIC_EXT_FLAG_GLOBAL_MIN_MAX | ZE_DEVICE_FP_ATOMIC_EXT_FLAG_LOCAL_MIN_MAX;
+            // SAFETY: the caller's chain of property structures.
+            for e in unsafe { chain(p.pNext) } {
+                if e.stype == ZE_STRUCTURE_TYPE_FLOAT_ATOMIC_EXT_PROPERTIES {
+                    // SAFETY: stype says ze_float_atomic_ext_properties_t.
+                    let f = unsafe { &mut *(e.ptr as *mut ze_float_atomic_ext_properties_t) };
+                    f.fp16Flags = LOAD_STORE | MIN_MAX;
+                    f.fp32Flags = LOAD_STORE | ADD | MIN_MAX;
+                    f.fp64Flags = LOAD_STORE | ADD | MIN_MAX;
+                }
+            }
+            return Ok(());
+        }
         p.spirvVersionSupported = 0;
         p.flags = 0;
         p.fp16flags = 0;

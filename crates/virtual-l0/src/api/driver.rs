@@ -123,8 +123,12 @@ ze_api! {
     fn zeDriverGetExtensionProperties(h: ze_driver_handle_t, count: *mut u32, props: *mut ze_driver_extension_properties_t) {
         // SAFETY: handle validated.
         let d = unsafe { driver_from(h) }?;
+        let gpu;
         let list: &[(&str, u32)] = match d.driver() {
-            DriverKind::Gpu => &[],
+            DriverKind::Gpu => {
+                gpu = gpu_extensions();
+                &gpu
+            }
             DriverKind::Npu => crate::npu::extension_properties(),
         };
         // SAFETY: caller's enumeration pointers.
@@ -145,7 +149,7 @@ ze_api! {
         // SAFETY: as above.
         let name = unsafe { CStr::from_ptr(name) };
         let f = match d.driver() {
-            DriverKind::Gpu => None,
+            DriverKind::Gpu => gpu_extension_function(name),
             DriverKind::Npu => crate::npu::extension_function_address(name),
         };
         match f {
@@ -162,6 +166,59 @@ ze_api! {
         *pp = c"".as_ptr();
         Ok(())
     }
+}
+
+/// The GPU driver's extensions: compute-runtime's list (`level_zero/core/source/driver/
+/// driver_handle_helper.cpp` `DriverHandle::extensionsSupported`, then the per-device ones of
+/// `driver_handle.cpp` `getExtensionProperties`), in its order, limited to the extensions whose
+/// entry points and structures this platform implements. The others compute-runtime reports are
+/// withheld, because what backs them (modules and kernels, images, ray tracing, metrics, IPC,
+/// external semaphores, graphs, cache reservation, the `zex*` entry points) answers
+/// `UNSUPPORTED_FEATURE` here (see the crate README); advertising them would send DPC++ down paths
+/// that then fail. The same on every laptop generation: none of the backed ones differs between
+/// Xe-LPG, Xe2 and Xe3 (the generation-dependent ones, bfloat16 conversions and bindless images,
+/// need modules and images). `ZE_experimental_immediate_command_list_append` only from build 32224.
+pub fn gpu_extensions() -> Vec<(&'static str, u32)> {
+    let v1_0 = make_version(1, 0);
+    let build = crate::profile::current().gpu_driver_build;
+    let mut v = vec![
+        // Standard core extensions.
+        ("ZE_extension_device_ip_version", v1_0), // ze_device_ip_version_ext_t
+        ("ZE_extension_eu_count", v1_0),          // ze_eu_count_ext_t
+        ("ZE_extension_external_memmap_sysmem", v1_0), // host allocation over the caller's pages
+        ("ZE_extension_float_atomics", v1_0),     // ze_float_atomic_ext_properties_t
+        ("ZE_extension_memory_free_policies", v1_0), // zeMemFreeExt
+        ("ZE_extension_pci_properties", v1_0),    // zeDevicePciGetPropertiesExt
+        // Experimental extensions.
+        ("ZE_experimental_event_pool_counter_based", v1_0), // ze_event_pool_counter_based_exp_desc_t
+    ];
+    if build >= crate::profile::GPU_IMMEDIATE_APPEND_ADVERTISED_FROM_BUILD {
+        v.push(("ZE_experimental_immediate_command_list_append", v1_0)); // zeCommandListImmediateAppendCommandListsExp
+    }
+    v.push(("ZE_experimental_relaxed_allocation_limits", v1_0)); // ze_relaxed_allocation_limits_exp_desc_t
+                                                                 // Intel experimental: the copy-offload hint a queue descriptor may chain (copies may run on a
+                                                                 // copy engine; here every engine copies alike).
+    v.push(("ZEX_intel_experimental_queue_copy_operations_offload_hint", v1_0));
+    v
+}
+
+/// What the GPU's `zeDriverGetExtensionFunctionAddress` answers: compute-runtime's table
+/// (`extension_function_address.cpp` `ExtensionFunctionAddressHelper::getExtensionFunctionAddress`)
+/// for the names this platform implements (the queue and list getters). Every other name there
+/// belongs to a withheld extension (see [`gpu_extensions`]) and is `INVALID_ARGUMENT` with NULL, as
+/// compute-runtime answers an unknown name.
+fn gpu_extension_function(name: &CStr) -> Option<*mut c_void> {
+    use crate::api::cmd::*;
+    let f: *mut c_void = match name.to_bytes() {
+        b"zeCommandQueueGetOrdinal" => zeCommandQueueGetOrdinal as *mut c_void,
+        b"zeCommandQueueGetIndex" => zeCommandQueueGetIndex as *mut c_void,
+        b"zeCommandListGetDeviceHandle" => zeCommandListGetDeviceHandle as *mut c_void,
+        b"zeCommandListGetContextHandle" => zeCommandListGetContextHandle as *mut c_void,
+        b"zeCommandListGetOrdinal" => zeCommandListGetOrdinal as *mut c_void,
+        b"zeCommandListIsImmediate" => zeCommandListIsImmediate as *mut c_void,
+        _ => return None,
+    };
+    Some(f)
 }
 
 /// The GPU driver's default context (its address), made once.

@@ -8,3 +8,4 @@ pub mod driver;
 pub mod loader;
 pub mod memory;
 pub mod stubs;
+pub mod virtual_mem;

@@ -18,7 +18,6 @@ ze_unsupported! {
     zeCommandListAppendWaitExternalSemaphoreExt
     zeCommandListCreateCloneExp
     zeCommandListGetNextCommandIdWithKernelsExp
-    zeCommandListImmediateAppendCommandListsExp
     zeCommandListImmediateGetIndex
     zeCommandListUpdateMutableCommandKernelsExp
     zeCommandListUpdateMutableCommandSignalEventExp
@@ -69,9 +68,7 @@ ze_unsupported! {
     zeKernelSetIndirectAccess
     zeKernelSuggestGroupSize
     zeKernelSuggestMaxCooperativeGroupCount
-    zeMemGetAtomicAccessAttributeExp
     zeMemGetPitchFor2dImage
-    zeMemSetAtomicAccessAttributeExp
     zeModuleBuildLogDestroy
     zeModuleBuildLogGetString
     zeModuleCreate
@@ -83,8 +80,6 @@ ze_unsupported! {
     zeModuleGetNativeBinary
     zeModuleGetProperties
     zeModuleInspectLinkageExt
-    zePhysicalMemCreate
-    zePhysicalMemDestroy
     zeRTASBuilderBuildExp
     zeRTASBuilderCreateExp
     zeRTASBuilderDestroyExp
@@ -95,13 +90,6 @@ ze_unsupported! {
     zeRTASParallelOperationJoinExp
     zeSamplerCreate
     zeSamplerDestroy
-    zeVirtualMemFree
-    zeVirtualMemGetAccessAttribute
-    zeVirtualMemMap
-    zeVirtualMemQueryPageSize
-    zeVirtualMemReserve
-    zeVirtualMemSetAccessAttribute
-    zeVirtualMemUnmap
     zelDisableTracingLayer
     zelEnableTracingLayer
     zelTracerCreate
