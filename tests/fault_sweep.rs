@@ -275,7 +275,7 @@ fn sweep(name: &str) {
     let path = dir.join(format!("{name}-{profile}.md"));
     std::fs::write(&path, &report).unwrap();
     eprintln!("{name}: {} calls swept, report in {}", results.len(), path.display());
-    let last = stdout.lines().filter(|l| l.starts_with("INJECT ")).last().unwrap_or("none");
+    let last = stdout.lines().rfind(|l| l.starts_with("INJECT ")).unwrap_or("none");
     assert!(
         ok,
         "the sweep child of {name} died; last injection: {last}\n{}",
