@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use npu_sycl_bridge::openvino::TensorType;
-use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
+use npu_sycl_bridge::pool::NpuPool;
 use npu_sycl_bridge::strategy::{SharedTensor, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, Backend, Context, DeviceType, ExportableDeviceMemory, Queue};
 
@@ -60,7 +60,7 @@ fn create_bind_infer_drop_cycles_leak_nothing() {
     let m = &e.base.m;
     let (din, dout) = (&m.inputs[0], &m.outputs[0]);
     let x = m.sample_input(0);
-    let want = e.base.cpu(&[x.clone()]).remove(0);
+    let want = e.base.cpu(std::slice::from_ref(&x)).remove(0);
     for kind in [StrategyKind::DmaBuf, StrategyKind::NpuExport, StrategyKind::NpuToSycl] {
         let s = Strategy::new(kind, &e.base.npu, &e.ctx, &e.gpu).unwrap();
         let n = 10_000;
@@ -97,7 +97,7 @@ fn eight_threads_infer_on_shared_and_pooled_tensors() {
     let m = &e.base.m;
     let (din, dout) = (&m.inputs[0], &m.outputs[0]);
     let x = m.sample_input(0);
-    let want = e.base.cpu(&[x.clone()]).remove(0);
+    let want = e.base.cpu(std::slice::from_ref(&x)).remove(0);
     let strategy = Strategy::new(StrategyKind::DmaBuf, &e.base.npu, &e.ctx, &e.gpu).unwrap();
     // One input shared by every thread (inferences only read it), an output per thread.
     let mut input = strategy.tensor(din.element_type, din.shape.clone(), TensorType::Input).unwrap();
