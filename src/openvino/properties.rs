@@ -129,4 +129,39 @@ mod tests {
         let p = Properties::new().set("A", "1").set("A", "2");
         assert_eq!(p.iter().collect::<Vec<_>>(), vec![("A", "2")]);
     }
+
+    mod fuzz {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            // OpenVINO prints parameters; whatever it prints must never make the parsers panic.
+            #[test]
+            fn arbitrary_strings_never_panic(s in any::<String>()) {
+                let _ = parse_params(&s);
+                let _ = parse_pointer(&s);
+            }
+
+            #[test]
+            fn printed_parameters_parse_back(
+                params in proptest::collection::btree_map("[A-Z_]{1,16}", "[A-Za-z0-9_x]{1,20}", 0..8),
+                braces in any::<bool>(),
+            ) {
+                let body = params.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(",");
+                let printed = if braces { format!("{{{body}}}") } else { body };
+                let parsed = parse_params(&printed);
+                if params.is_empty() {
+                    prop_assert!(parsed.is_empty());
+                } else {
+                    prop_assert_eq!(parsed, params);
+                }
+            }
+
+            #[test]
+            fn pointers_parse_back(p in any::<usize>()) {
+                prop_assert_eq!(parse_pointer(&format!("{p:#x}")), Some(p));
+                prop_assert_eq!(parse_pointer(&p.to_string()), Some(p));
+            }
+        }
+    }
 }

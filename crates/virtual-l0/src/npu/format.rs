@@ -285,4 +285,52 @@ mod tests {
         assert_eq!(f.config.get("NPU_PLATFORM").map(String::as_str), Some("4000"));
         assert_eq!(f.config.get("LOG_LEVEL").map(String::as_str), Some("LOG_NONE"));
     }
+
+    mod fuzz {
+        use super::super::*;
+        use super::lite;
+        use proptest::prelude::*;
+
+        proptest! {
+            // What any caller (the plugin, or a blob from disk) may hand the driver: never a panic.
+            #[test]
+            fn arbitrary_bytes_are_refused_or_parsed_never_a_panic(b in proptest::collection::vec(any::<u8>(), 0..512)) {
+                let _ = parse_ngraph_lite(&b);
+                let _ = parse_native(&b);
+                let _ = parse_build_flags(&String::from_utf8_lossy(&b));
+            }
+
+            #[test]
+            fn ngraph_lite_round_trips_and_truncation_is_refused(
+                xml in proptest::collection::vec(any::<u8>(), 0..256),
+                w in proptest::collection::vec(any::<u8>(), 0..256),
+                cut in 1usize..64,
+            ) {
+                let b = lite(&xml, &w);
+                let ir = parse_ngraph_lite(&b).unwrap();
+                // The XML's trailing NULs (some serializers write them) are not part of the text.
+                let text = &xml[..xml.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1)];
+                prop_assert_eq!(&ir.xml[..], text);
+                prop_assert_eq!(&ir.weights, &w);
+                prop_assert!(parse_ngraph_lite(&b[..b.len().saturating_sub(cut)]).is_err());
+            }
+
+            #[test]
+            fn native_blobs_round_trip_and_any_damage_is_detected(
+                xml in proptest::collection::vec(any::<u8>(), 1..256),
+                w in proptest::collection::vec(any::<u8>(), 0..256),
+                flags in "[ -~]{0,64}",
+                at in any::<prop::sample::Index>(),
+                flip in 1u8..=255,
+            ) {
+                let n = write_native(&xml, &w, &flags);
+                let (ir, f) = parse_native(&n).unwrap();
+                prop_assert_eq!((&ir.xml, &ir.weights, &f), (&xml, &w, &flags));
+                let mut damaged = n.clone();
+                let i = at.index(n.len());
+                damaged[i] ^= flip;
+                prop_assert!(parse_native(&damaged).map(|(d, f2)| (d.xml, d.weights, f2)) != Ok((xml, w, flags)));
+            }
+        }
+    }
 }
