@@ -17,7 +17,8 @@
 //!   (`--pipeline FILE`).
 //!
 //! Options: `--out DIR`, `--pipeline FILE`, `--max-bytes N` (largest sweep size), `--budget S`
-//! (seconds per comparison, default 1.5), `--profiles lnl,mtl,...`.
+//! (seconds per comparison, default 1.5), `--profiles lnl,mtl,...`, `--sections
+//! sweep,bridge,vnpu,throughput` (a subset, for a quick look).
 //! On a machine without an Intel NPU everything runs on the virtual platform: its "NPU" is
 //! OpenVINO's CPU plugin on this machine's cores, so the numbers show the plumbing, not NPU speed.
 
@@ -42,6 +43,7 @@ struct Args {
     max_bytes: usize,
     budget: f64,
     profiles: Vec<String>,
+    sections: Vec<String>,
     child: bool,
 }
 
@@ -52,6 +54,7 @@ fn args() -> Args {
         max_bytes: 256 << 20,
         budget: 1.5,
         profiles: ["lnl", "mtl", "arl", "ptl"].map(String::from).to_vec(),
+        sections: ["sweep", "bridge", "vnpu", "throughput"].map(String::from).to_vec(),
         child: false,
     };
     let mut it = std::env::args().skip(1);
@@ -62,6 +65,7 @@ fn args() -> Args {
             "--max-bytes" => a.max_bytes = it.next().and_then(|v| v.parse().ok()).expect("--max-bytes N"),
             "--budget" => a.budget = it.next().and_then(|v| v.parse().ok()).expect("--budget SECONDS"),
             "--profiles" => a.profiles = it.next().expect("--profiles").split(',').map(String::from).collect(),
+            "--sections" => a.sections = it.next().expect("--sections").split(',').map(String::from).collect(),
             "--sweep-child" => a.child = true,
             _ => {} // cargo bench passes --bench
         }
@@ -118,7 +122,8 @@ fn main() -> anyhow::Result<()> {
     // 1. The sweep, one child per profile (before this process loads anything).
     let mut rows: Vec<sweep::Row> = Vec::new();
     let mut missing: BTreeMap<String, String> = BTreeMap::new();
-    for p in &a.profiles {
+    let on = |x: &str| a.sections.iter().any(|s| s == x);
+    for p in a.profiles.iter().filter(|_| on("sweep")) {
         eprintln!("report: size sweep under VL0_PROFILE={p}");
         let out = Command::new(std::env::current_exe()?)
             .args(["--sweep-child", "--max-bytes", &a.max_bytes.to_string(), "--budget", &a.budget.to_string()])
@@ -145,11 +150,15 @@ fn main() -> anyhow::Result<()> {
     let selection = virtual_platform::select(false)?;
     let core = Core::new()?;
     eprintln!("report: bridge overhead");
-    let bridge = [overhead::bridge(&core, "CPU", a.budget * 2.0)?, overhead::bridge(&core, "NPU", a.budget * 2.0)?];
+    let bridge = if on("bridge") {
+        vec![overhead::bridge(&core, "CPU", a.budget * 2.0)?, overhead::bridge(&core, "NPU", a.budget * 2.0)?]
+    } else {
+        Vec::new()
+    };
     eprintln!("report: virtual NPU overhead");
-    let vnpu = overhead::vnpu(&core, a.budget * 2.0)?;
+    let vnpu = if on("vnpu") { overhead::vnpu(&core, a.budget * 2.0)? } else { Vec::new() };
     eprintln!("report: throughput");
-    let tput = overhead::throughput(&core, a.budget)?;
+    let tput = if on("throughput") { overhead::throughput(&core, a.budget)? } else { Vec::new() };
     let pipeline = a.pipeline.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
 
     let md = report(&a, &sizes, &rows, &missing, &bridge, &vnpu, &tput, pipeline.as_deref(), &selection);
@@ -228,6 +237,10 @@ fn report(
             .copied()
             .filter(|path| rows.iter().any(|r| r.profile == *p && r.path == *path))
             .collect();
+        if present.len() < 2 {
+            let _ = writeln!(s, "Not measured in this run.\n");
+            continue;
+        }
         let _ = write!(s, "| size | floor | memcpy (GB/s) |");
         for path in present.iter().filter(|x| **x != "floor") {
             let _ = write!(s, " {path} |");

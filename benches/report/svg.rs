@@ -3,10 +3,10 @@
 
 use std::fmt::Write as _;
 
-const W: f64 = 760.0;
+const W: f64 = 920.0;
 const H: f64 = 440.0;
 const LEFT: f64 = 70.0;
-const RIGHT: f64 = 220.0;
+const RIGHT: f64 = 300.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 60.0;
 const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f"];
@@ -236,13 +236,21 @@ pub fn bar_chart(
     let bw = gw * 0.8 / series.len().max(1) as f64;
     for (g, label) in groups.iter().enumerate() {
         let gx = LEFT + g as f64 * gw;
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-            gx + gw / 2.0,
-            H - BOTTOM + 16.0,
-            esc(label)
-        );
+        // Long labels on two lines, split at the space nearest the middle.
+        let lines: Vec<&str> =
+            match label.char_indices().filter(|c| c.1 == ' ').min_by_key(|c| c.0.abs_diff(label.len() / 2)) {
+                Some((i, _)) if label.len() > 12 => vec![&label[..i], &label[i + 1..]],
+                _ => vec![label.as_str()],
+            };
+        for (k, line) in lines.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                gx + gw / 2.0,
+                H - BOTTOM + 16.0 + 14.0 * k as f64,
+                esc(line)
+            );
+        }
         for (i, (_, values)) in series.iter().enumerate() {
             let v = values.get(g).copied().unwrap_or(f64::NAN);
             if !v.is_finite() {
@@ -258,7 +266,7 @@ pub fn bar_chart(
                 COLORS[i % COLORS.len()],
                 x0 + bw * 0.46,
                 y0.min(y1) - 3.0,
-                fmt_tick((v * 100.0).round() / 100.0)
+                format!("{v:.2}")
             );
         }
     }
