@@ -16,6 +16,8 @@ pub struct Variant<'a> {
     /// Counters read around each batch (virtual platform): summed deltas, and calls counted.
     pub counters: Vec<(&'static str, u64)>,
     pub calls: u64,
+    /// The median wall time of each round's batch.
+    pub rounds: Vec<f64>,
 }
 
 impl<'a> Variant<'a> {
@@ -27,6 +29,7 @@ impl<'a> Variant<'a> {
             cpu: Vec::new(),
             counters: Vec::new(),
             calls: 0,
+            rounds: Vec::new(),
         }
     }
 
@@ -42,6 +45,18 @@ impl<'a> Variant<'a> {
     pub fn per_call(&self, name: &str) -> f64 {
         self.counters.iter().find(|c| c.0 == name).map_or(0.0, |c| c.1 as f64 / self.calls.max(1) as f64)
     }
+}
+
+/// The ratio a ÷ b round by round (each round ran both, close in time): median, 25th and 75th
+/// percentile. The spread says how far the machine's noise moves the ratio.
+pub fn paired(a: &Variant<'_>, b: &Variant<'_>) -> (f64, f64, f64) {
+    let mut r: Vec<f64> = a.rounds.iter().zip(&b.rounds).map(|(x, y)| x / y).collect();
+    if r.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    r.sort_by(|x, y| x.partial_cmp(y).expect("no NaN"));
+    let q = |f: f64| r[((r.len() - 1) as f64 * f).round() as usize];
+    (median(&r), q(0.25), q(0.75))
 }
 
 pub fn median(v: &[f64]) -> f64 {
@@ -108,6 +123,7 @@ pub fn interleave(
                 v.wall.push(t.elapsed().as_secs_f64());
             }
             let cpu = (cpu_time() - c0).as_secs_f64() / batch as f64;
+            v.rounds.push(median(&v.wall[v.wall.len() - batch..]));
             v.cpu.push(cpu);
             v.calls += batch as u64;
             for (i, c) in counter_names.iter().enumerate() {

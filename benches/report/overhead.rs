@@ -8,7 +8,7 @@ use openvino_sys as sys;
 use testkit::models::{self, f32_bytes, Ir, NUMPY};
 use testkit::reference::cpu_properties;
 
-use crate::measure::{interleave, Variant};
+use crate::measure::{interleave, paired, Variant};
 
 fn no_counter(_: &str) -> u64 {
     0
@@ -67,8 +67,9 @@ impl Drop for RawRequest {
 /// Medians of one bridge-overhead comparison on one device, seconds.
 pub struct Bridge {
     pub device: &'static str,
-    /// (step, crate median, raw median): "bind+infer+read", "bind", "infer", "read".
-    pub steps: Vec<(&'static str, f64, f64)>,
+    /// (step, crate median, raw median, paired crate ÷ raw (median, p25, p75)): "bind+infer+read",
+    /// "bind", "infer", "read".
+    pub steps: Vec<(&'static str, f64, f64, (f64, f64, f64))>,
 }
 
 /// Bind, infer, read through the crate and through the C API on the same compiled model, with the
@@ -128,10 +129,13 @@ pub fn bridge(core: &Core, device: &'static str, budget: f64) -> Result<Bridge> 
         Variant::new("raw read", move || r4.read(&mut o4)),
     ];
     interleave(&mut variants, budget, 200, 20_000, &no_counter, &[])?;
-    let med = |n: &str| variants.iter().find(|v| v.name == n).map_or(f64::NAN, |v| v.median());
+    let find = |n: &str| variants.iter().find(|v| v.name == n).expect("measured");
     let steps = ["bind+infer+read", "bind", "infer", "read"]
         .into_iter()
-        .map(|s| (s, med(&format!("crate {s}")), med(&format!("raw {s}"))))
+        .map(|s| {
+            let (c, r) = (find(&format!("crate {s}")), find(&format!("raw {s}")));
+            (s, c.median(), r.median(), paired(c, r))
+        })
         .collect();
     Ok(Bridge { device, steps })
 }
@@ -242,6 +246,10 @@ pub struct VnpuRow {
     pub cpu_cpu: f64,
     pub npu_cpu: f64,
     pub max_diff: f32,
+    /// NPU ÷ CPU round by round: median, 25th and 75th percentile.
+    pub paired: (f64, f64, f64),
+    /// The NPU with a plain (heap, not page-aligned) input tensor: the plugin copies it.
+    pub npu_plain: f64,
 }
 
 fn input_for(dims: &[usize]) -> Vec<u8> {
@@ -284,7 +292,15 @@ pub fn vnpu(core: &Core, budget: f64) -> Result<Vec<VnpuRow>> {
             .zip(b.chunks_exact(4))
             .map(|(x, y)| (f32::from_le_bytes(x.try_into().unwrap()) - f32::from_le_bytes(y.try_into().unwrap())).abs())
             .fold(0f32, f32::max);
-        let mut variants = vec![Variant::new("npu", move || rn.infer()), Variant::new("cpu", move || rc.infer())];
+        let mut rp = on_npu.create_infer_request()?;
+        let unaligned = Tensor::from_bytes(ElementType::F32, dims.clone(), &bytes)?;
+        rp.set_input_tensor(0, &unaligned)?;
+        rp.infer()?;
+        let mut variants = vec![
+            Variant::new("npu", move || rn.infer()),
+            Variant::new("cpu", move || rc.infer()),
+            Variant::new("npu plain", move || rp.infer()),
+        ];
         interleave(&mut variants, budget, 30, 5000, &no_counter, &[])?;
         rows.push(VnpuRow {
             model: name,
@@ -293,6 +309,8 @@ pub fn vnpu(core: &Core, budget: f64) -> Result<Vec<VnpuRow>> {
             npu_cpu: variants[0].cpu_median(),
             cpu_cpu: variants[1].cpu_median(),
             max_diff,
+            paired: paired(&variants[0], &variants[1]),
+            npu_plain: variants[2].median(),
         });
     }
     Ok(rows)
