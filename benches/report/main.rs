@@ -324,8 +324,9 @@ fn report(
     let _ = writeln!(
         s,
         "Per path and size: the import call (`NpuContext::import`, the pool's first `tensor()`, or allocating the \
-         floor's L0 host tensor), the first inference on a new request (bind + infer), the one-time cost = import + \
-         first − steady median, and **N** = inferences after which the path has paid back its one-time cost against \
+         floor's L0 host tensor), the first inference on a new request (bind + infer; it includes the request's own \
+         warm-up, which every path pays alike), the one-time cost = import + first inference − the floor's first \
+         inference (for the floor: allocating and filling its tensor), and **N** = inferences after which the path has paid back its one-time cost against \
          the copied path (one-time ÷ (copied median − path median); — when it never does). *pool ÷ per-use* = \
          steady pool inference (no import) ÷ a dma-buf imported for every inference; *pool ÷ rebind* = the \
          pool's own cost: a pool inference (take a tensor, bind it, infer) ÷ binding two kept dma-buf tensors in \
@@ -337,9 +338,10 @@ fn report(
         let _ = writeln!(s, "|---:|---|---:|---:|---:|---:|---|");
         for &b in sizes {
             let copied = get(p, b, "unaligned").map_or(f64::NAN, |r| r.median);
+            let floor_first = get(p, b, "floor").map_or(f64::NAN, |r| r.first);
             for path in ["cpu_va", "dma_buf", "pool", "floor"] {
                 let Some(r) = get(p, b, path) else { continue };
-                let one = r.import + r.first - r.median;
+                let one = if path == "floor" { r.import } else { r.import + r.first - floor_first };
                 let gain = copied - r.median;
                 let n = if gain > 0.0 { format!("{:.0}", (one / gain).ceil().max(1.0)) } else { "—".into() };
                 let extra = if path == "pool" {
