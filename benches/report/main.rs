@@ -217,8 +217,8 @@ fn report(
     let _ = writeln!(
         s,
         "Model: `testkit::models::scale` (one f32 Multiply, work proportional to size), input and output of the \
-         given size. Paths: {}. Ratio = path median ÷ floor median (L0 host tensor: the plugin's own memory, no \
-         copy, no import) at the same size, same process. `memcpy` is this machine's single-core copy of the input \
+         given size. Paths: {}. Ratio = the median over rounds of (path ÷ floor) per round, the floor being the \
+         L0 host tensor (the plugin's own memory, no copy, no import) at the same size, same process, same round. `memcpy` is this machine's single-core copy of the input \
          bytes, measured in the same rounds; *copy ÷ memcpy* = (copied path − floor) ÷ memcpy: what the plugin's \
          copy costs against the physical limit of what zero-copy saves. Sizes: {} to {}{}.\n",
         sweep::PATHS[..8].iter().map(|p| format!("*{}*", sweep::label(p))).collect::<Vec<_>>().join(", "),
@@ -258,7 +258,7 @@ fn report(
             for (i, path) in present.iter().filter(|x| **x != "floor").enumerate() {
                 match get(p, b, path) {
                     Some(r) => {
-                        let ratio = r.median / floor.median;
+                        let ratio = r.vs_floor;
                         let cpu = r.cpu / floor.cpu;
                         let mark = if r.copied > 0.0 {
                             " c"

@@ -12,7 +12,7 @@ use npu_sycl_bridge::pool::NpuPool;
 use npu_sycl_bridge::Result;
 use testkit::{models, virtual_platform};
 
-use crate::measure::{interleave, Variant};
+use crate::measure::{interleave, paired, Variant};
 
 /// Every path, in the report's order. The floor is the L0 host tensor; `memcpy` is not a path but
 /// this machine's single-core copy of the same bytes, measured in the same rounds.
@@ -184,11 +184,13 @@ pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
         }));
 
         interleave(&mut variants, budget, 9, 400, &counter, &COUNTERS)?;
+        let floor_v = variants.iter().position(|v| v.name == "floor").expect("the floor is measured");
         for v in &variants {
+            let vs_floor = paired(v, &variants[floor_v]).0;
             let (import, first) = once.iter().find(|o| o.0 == v.name).map_or((f64::NAN, f64::NAN), |o| (o.1, o.2));
             let imports = v.per_call("npu.imports.sysmem") + v.per_call("npu.imports.dma_buf");
             println!(
-                "ROW\t{profile}\t{bytes}\t{}\t{:.9}\t{:.9}\t{:.9}\t{:.9}\t{:.1}\t{:.3}",
+                "ROW\t{profile}\t{bytes}\t{}\t{:.9}\t{:.9}\t{:.9}\t{:.9}\t{:.1}\t{:.3}\t{vs_floor:.4}",
                 v.name,
                 v.median(),
                 v.cpu_median(),
@@ -215,11 +217,13 @@ pub struct Row {
     pub import: f64,
     pub copied: f64,
     pub imports: f64,
+    /// The median of the per-round ratios to the floor (each round ran both, close in time).
+    pub vs_floor: f64,
 }
 
 pub fn parse(line: &str) -> Option<Row> {
     let f: Vec<&str> = line.split('\t').collect();
-    if f.len() != 10 || f[0] != "ROW" {
+    if f.len() != 11 || f[0] != "ROW" {
         return None;
     }
     let num = |i: usize| f[i].parse::<f64>().ok();
@@ -233,5 +237,6 @@ pub fn parse(line: &str) -> Option<Row> {
         import: num(7)?,
         copied: num(8)?,
         imports: num(9)?,
+        vs_floor: num(10)?,
     })
 }
