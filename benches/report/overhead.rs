@@ -69,8 +69,11 @@ pub struct Bridge {
     pub device: &'static str,
     /// (step, crate median, raw median, paired crate ÷ raw (median, p25, p75)): "bind+infer+read",
     /// "bind", "infer", "read".
-    pub steps: Vec<(&'static str, f64, f64, (f64, f64, f64))>,
+    pub steps: Vec<(&'static str, f64, f64, Spread)>,
 }
+
+/// A ratio's median, 25th and 75th percentile over rounds.
+pub type Spread = (f64, f64, f64);
 
 /// Bind, infer, read through the crate and through the C API on the same compiled model, with the
 /// same input tensor, interleaved; and each step alone.
@@ -247,7 +250,7 @@ pub struct VnpuRow {
     pub npu_cpu: f64,
     pub max_diff: f32,
     /// NPU ÷ CPU round by round: median, 25th and 75th percentile.
-    pub paired: (f64, f64, f64),
+    pub paired: Spread,
     /// The NPU with a plain (heap, not page-aligned) input tensor: the plugin copies it.
     pub npu_plain: f64,
 }

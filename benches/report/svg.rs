@@ -259,14 +259,14 @@ pub fn bar_chart(
             let (x0, y0, y1) = (gx + gw * 0.1 + i as f64 * bw, plot_y(y.frac(v)), plot_y(y.frac(y.lo.max(0.0))));
             let _ = writeln!(
                 s,
-                r#"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="middle">{}</text>"#,
+                r#"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="middle">{:.2}</text>"#,
                 y0.min(y1),
                 bw * 0.92,
                 (y1 - y0).abs(),
                 COLORS[i % COLORS.len()],
                 x0 + bw * 0.46,
                 y0.min(y1) - 3.0,
-                format!("{v:.2}")
+                v
             );
         }
     }
