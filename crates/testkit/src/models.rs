@@ -13,6 +13,9 @@
 //! | [`f16_scale`] | `input` f16 \[1,2048\] | `output` f16 \[1,2048\] | Multiply + Add in f16 |
 //! | [`u8_input`] | `input` u8 \[1,4096\] | `output` f32 \[1,4096\] | Convert to f32, Multiply, Add |
 //! | [`large_input`] | `input` f32 \[1,3,512,512\] (3 MiB) | `output` f32 \[1,3,512,512\] | Multiply |
+//! | [`scale`] | `input` f32 of any shape | `output` f32, same shape | Multiply (not in [`all`]) |
+//!
+//! [`Ir`] writes IR v11 for models built in code (opset1 operations).
 //!
 //! **Every input and output of every model has a byte size that is a multiple of 4096**, so any
 //! of them can be bound as a `CPU_VA` remote tensor over page-aligned memory.
