@@ -142,7 +142,8 @@ impl InferRequest {
         self.running.is_some()
     }
 
-    fn ensure_idle(&self, what: &str) -> Result<()> {
+    /// `what` is only formatted on the error path: this runs on every bind, read and inference.
+    fn ensure_idle(&self, what: &dyn std::fmt::Display) -> Result<()> {
         if self.running.is_some() {
             return Err(Error::invalid_argument(format!(
                 "{what}: an asynchronous inference is running on this request; call wait() first"
@@ -213,10 +214,15 @@ impl InferRequest {
     }
 
     fn set(&mut self, port: Port, tensor: &dyn Bindable) -> Result<()> {
-        self.ensure_idle(&format!("binding a tensor to {port}"))?;
+        self.ensure_idle(&format_args!("binding a tensor to {port}"))?;
         self.check_index(&port)?;
         let handle = tensor.handle();
-        self.validate(&port, handle)?;
+        // A tensor's element type and shape never change (the crate has no set_shape), so a tensor
+        // already bound to this port passed this check: rebinding it each inference (the common
+        // loop) skips two C calls and an allocation.
+        if !self.bound.get(&port).is_some_and(|(h, _)| Arc::ptr_eq(h, handle)) {
+            self.validate(&port, handle)?;
+        }
         let writes = self.written_by_inference(&port)?;
         if handle.is_read_only_for_device() && writes {
             return Err(Error::invalid_argument(format!(
@@ -273,7 +279,7 @@ impl InferRequest {
     }
 
     fn get(&mut self, port: Port) -> Result<Tensor> {
-        self.ensure_idle(&format!("getting the tensor of {port}"))?;
+        self.ensure_idle(&format_args!("getting the tensor of {port}"))?;
         self.check_index(&port)?;
         if let Some((h, _)) = self.bound.get(&port) {
             return Ok(Tensor { handle: h.clone() });
@@ -334,7 +340,7 @@ impl InferRequest {
         }
         let mut marked: Vec<(Arc<TensorHandle>, bool)> = Vec::with_capacity(used.len());
         for (h, writes, port) in used {
-            if let Err(e) = h.begin_inference(&format!("the tensor bound to {port}"), writes) {
+            if let Err(e) = h.begin_inference(&format_args!("the tensor bound to {port}"), writes) {
                 for (u, w) in &marked {
                     u.end_inference(*w);
                 }
@@ -357,7 +363,7 @@ impl InferRequest {
 
     /// Runs an inference and waits for it (`ov_infer_request_infer`).
     pub fn infer(&mut self) -> Result<()> {
-        self.ensure_idle("infer")?;
+        self.ensure_idle(&"infer")?;
         let used = self.begin()?;
         // SAFETY: live request; every bound tensor is alive (held in self.bound / self.retired).
         let status = unsafe { sys::ov_infer_request_infer(self.as_raw()) };
@@ -367,7 +373,7 @@ impl InferRequest {
 
     /// Starts an inference (`ov_infer_request_start_async`); finish it with [`wait`](Self::wait).
     pub fn start_async(&mut self) -> Result<()> {
-        self.ensure_idle("start_async")?;
+        self.ensure_idle(&"start_async")?;
         let used = self.begin()?;
         // SAFETY: live request; bound tensors stay alive until wait() or drop.
         let status = unsafe { sys::ov_infer_request_start_async(self.as_raw()) };

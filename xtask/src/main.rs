@@ -7,6 +7,10 @@
 //!   per laptop profile the whole suite (`cargo test --workspace --features npu-sycl-bridge/sycl`)
 //!   and the C++/CMake tests (ctest).
 //! - `example`: `setup`, build the virtual platform, run `examples/forum_port.rs`.
+//! - `bench`: `setup`, build the benches in release (`cargo bench --no-run`; the virtual platform
+//!   comes with that build, through testkit), run `benches/pipeline.rs`, then `benches/report/`,
+//!   which writes `<target>/bench/report.md` and its SVG plots (issue 13). Arguments after `--` go
+//!   to the report (`--max-bytes N`, `--budget SECONDS`, `--profiles lnl,mtl`).
 //! - `valgrind`: the virtual platform's own tests (its unit tests and `tests/virtual_platform.rs`,
 //!   child processes included) under valgrind's leak checker; fails on any definite or indirect leak
 //!   or memory error. Not part of `test` (valgrind multiplies run time).
@@ -28,11 +32,12 @@ fn main() -> ExitCode {
         "setup" => setup::run(rest.iter().any(|a| a == "--codegen")),
         "test" => test(rest),
         "example" => example(rest),
+        "bench" => bench(rest),
         "codegen" => setup::run(true).and_then(|_| codegen::run()),
         "valgrind" => valgrind(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | example | valgrind | codegen>"
+                "usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | example | bench [-- report-args] | valgrind | codegen>"
             );
             return if task == "help" { ExitCode::SUCCESS } else { ExitCode::from(2) };
         }
@@ -222,6 +227,43 @@ fn example(extra: &[String]) -> Result<(), String> {
     cmd.args(["run", "--quiet", "--features", "sycl", "--example", "forum_port", "--"]);
     cmd.args(extra);
     run_cmd(&mut cmd)
+}
+
+/// The benchmark report (issue 13): everything built in release with feature `sycl` (the pipeline
+/// bench needs it; one feature set, so one build), the pipeline's overlap ratio measured first and
+/// handed to the report, which runs every other measurement and writes the Markdown and the plots.
+fn bench(extra: &[String]) -> Result<(), String> {
+    setup::run(false)?;
+    let out = target_dir()?.join("bench");
+    std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+    let features = ["--features", "sycl"];
+    run_cmd(cargo().args(["bench", "--no-run"]).args(features).args(["--bench", "report", "--bench", "pipeline"]))?;
+    // A stale pipeline result must not reach a new report.
+    let pipeline = out.join("pipeline.txt");
+    let _ = std::fs::remove_file(&pipeline);
+    let mut cmd = cargo();
+    cmd.args(["bench", "--quiet"]).args(features).args(["--bench", "pipeline"]).env_remove("VL0_PROFILE");
+    eprintln!("xtask: $ {}", describe(&cmd));
+    let result = cmd.current_dir(root()).output().map_err(|e| format!("{}: {e}", describe(&cmd)))?;
+    let text = String::from_utf8_lossy(&result.stdout);
+    print!("{text}");
+    if !result.status.success() {
+        return Err(format!("`{}` failed with {}", describe(&cmd), result.status));
+    }
+    let line = text.lines().filter(|l| l.starts_with("pipeline")).collect::<Vec<_>>().join("\n");
+    std::fs::write(&pipeline, line).map_err(|e| format!("write {}: {e}", pipeline.display()))?;
+    run_cmd(
+        cargo()
+            .args(["bench"])
+            .args(features)
+            .args(["--bench", "report", "--", "--out"])
+            .arg(&out)
+            .arg("--pipeline")
+            .arg(&pipeline)
+            .args(extra.iter().skip_while(|a| *a == "--")),
+    )?;
+    eprintln!("xtask bench: report in {}", out.join("report.md").display());
+    Ok(())
 }
 
 fn valgrind() -> Result<(), String> {

@@ -13,6 +13,9 @@
 //! | [`f16_scale`] | `input` f16 \[1,2048\] | `output` f16 \[1,2048\] | Multiply + Add in f16 |
 //! | [`u8_input`] | `input` u8 \[1,4096\] | `output` f32 \[1,4096\] | Convert to f32, Multiply, Add |
 //! | [`large_input`] | `input` f32 \[1,3,512,512\] (3 MiB) | `output` f32 \[1,3,512,512\] | Multiply |
+//! | [`scale`] | `input` f32 of any shape | `output` f32, same shape | Multiply (not in [`all`]) |
+//!
+//! [`Ir`] writes IR v11 for models built in code (opset1 operations).
 //!
 //! **Every input and output of every model has a byte size that is a multiple of 4096**, so any
 //! of them can be bound as a `CPU_VA` remote tensor over page-aligned memory.
@@ -177,7 +180,8 @@ fn f16s(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(2).map(|c| F16(u16::from_le_bytes([c[0], c[1]])).to_f32()).collect()
 }
 
-fn f32_bytes(v: &[f32]) -> Vec<u8> {
+/// Little-endian bytes of f32 values (an f32 tensor's or constant's bytes).
+pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
@@ -204,18 +208,27 @@ fn dims_xml(dims: &[usize]) -> String {
     dims.iter().map(|d| format!("<dim>{d}</dim>")).collect()
 }
 
-/// An output port of a layer being built.
-#[derive(Clone)]
-struct Out {
+/// An output port of a layer being built by an [`Ir`].
+#[derive(Debug, Clone)]
+pub struct Out {
     layer: usize,
     port: usize,
     et: ElementType,
     dims: Vec<usize>,
 }
 
-/// A minimal IR v11 writer: layers, edges and a weights blob.
-#[derive(Default)]
-struct Ir {
+impl Out {
+    /// The port's shape.
+    pub fn dims(&self) -> &[usize] {
+        &self.dims
+    }
+}
+
+/// A minimal IR v11 writer (layers, edges and a weights blob), for models built in code beyond the
+/// reference models (the benchmarks' CNN, MLP and transformer-like block). Every op is written as
+/// `version="opset1"`, so only opset1 operations can be used.
+#[derive(Debug, Default)]
+pub struct Ir {
     layers: String,
     edges: Vec<(usize, usize, usize, usize)>,
     weights: Vec<u8>,
@@ -228,7 +241,8 @@ impl Ir {
         self.next - 1
     }
 
-    fn parameter(&mut self, name: &str, et: ElementType, dims: &[usize]) -> Out {
+    /// A `Parameter` (model input) with tensor name `name`.
+    pub fn parameter(&mut self, name: &str, et: ElementType, dims: &[usize]) -> Out {
         let id = self.id();
         let _ = write!(
             self.layers,
@@ -244,7 +258,8 @@ impl Ir {
         Out { layer: id, port: 0, et, dims: dims.to_vec() }
     }
 
-    fn constant(&mut self, name: &str, et: ElementType, dims: &[usize], bytes: &[u8]) -> Out {
+    /// A `Const` holding `bytes` (appended to the weights).
+    pub fn constant(&mut self, name: &str, et: ElementType, dims: &[usize], bytes: &[u8]) -> Out {
         let id = self.id();
         let offset = self.weights.len();
         self.weights.extend_from_slice(bytes);
@@ -263,8 +278,10 @@ impl Ir {
         Out { layer: id, port: 0, et, dims: dims.to_vec() }
     }
 
+    /// An opset1 operation of type `ty` with attributes `data` (`key="value" ...`, may be empty),
+    /// one output of `et` and `dims`, optionally with a tensor name.
     #[allow(clippy::too_many_arguments)]
-    fn op(
+    pub fn op(
         &mut self,
         name: &str,
         ty: &str,
@@ -299,7 +316,8 @@ impl Ir {
         Out { layer: id, port: out_port, et, dims: dims.to_vec() }
     }
 
-    fn result(&mut self, name: &str, input: &Out) {
+    /// A `Result` (model output) of `input`.
+    pub fn result(&mut self, name: &str, input: &Out) {
         let id = self.id();
         let _ = write!(
             self.layers,
@@ -313,7 +331,8 @@ impl Ir {
         self.edges.push((input.layer, input.port, id, 0));
     }
 
-    fn finish(self, net: &str) -> (String, Vec<u8>) {
+    /// The IR XML and the weights.
+    pub fn finish(self, net: &str) -> (String, Vec<u8>) {
         let mut xml = format!("<?xml version=\"1.0\"?>\n<net name=\"{net}\" version=\"11\">\n  <layers>");
         xml.push_str(&self.layers);
         xml.push_str("\n  </layers>\n  <edges>");
@@ -326,7 +345,8 @@ impl Ir {
     }
 }
 
-const NUMPY: &str = r#"auto_broadcast="numpy""#;
+/// The `auto_broadcast="numpy"` attribute of elementwise operations.
+pub const NUMPY: &str = r#"auto_broadcast="numpy""#;
 
 // ---- the models ------------------------------------------------------------------------------
 
@@ -528,20 +548,26 @@ pub fn u8_input() -> ReferenceModel {
 
 /// A large-input model: `input` f32 \[1,3,512,512\] (3 MiB) → `output` = input · 2 (3 MiB). Exact.
 pub fn large_input() -> ReferenceModel {
-    let dims = [1, 3, 512, 512];
+    ReferenceModel { name: "large_input", ..scale(&[1, 3, 512, 512]) }
+}
+
+/// An elementwise model of any shape, built like [`large_input`]: `input` f32 `dims` → `output` =
+/// input · 2. Its work grows with its size (one read and one write of every element): the
+/// benchmarks' size sweep. Exact.
+pub fn scale(dims: &[usize]) -> ReferenceModel {
     let mut ir = Ir::default();
-    let x = ir.parameter("input", ElementType::F32, &dims);
+    let x = ir.parameter("input", ElementType::F32, dims);
     let s = ir.constant("scale", ElementType::F32, &[1], &f32_bytes(&[2.0]));
-    let y = ir.op("mul", "Multiply", NUMPY, &[&x, &s], ElementType::F32, &dims, Some("output"));
+    let y = ir.op("mul", "Multiply", NUMPY, &[&x, &s], ElementType::F32, dims, Some("output"));
     ir.result("output/sink", &y);
-    let (xml, weights) = ir.finish("large_input");
+    let (xml, weights) = ir.finish("scale");
     let reference = |inputs: &[&[u8]]| vec![f32_bytes(&f32s(inputs[0]).iter().map(|x| x * 2.0).collect::<Vec<_>>())];
     ReferenceModel {
-        name: "large_input",
+        name: "scale",
         xml,
         weights,
-        inputs: vec![TensorDesc::new("input", ElementType::F32, &dims)],
-        outputs: vec![TensorDesc::new("output", ElementType::F32, &dims)],
+        inputs: vec![TensorDesc::new("input", ElementType::F32, dims)],
+        outputs: vec![TensorDesc::new("output", ElementType::F32, dims)],
         atol: 0.0,
         rtol: 0.0,
         reference: Arc::new(reference),

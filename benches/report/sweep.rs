@@ -1,0 +1,242 @@
+//! The size sweep (issue 13 items 1 and 4), run in a child process per laptop profile: every NPU
+//! input path at every size, interleaved, plus a single-core memcpy of the same size, plus each
+//! path's one-time cost (import call and first inference).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver, L0Allocation};
+use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
+use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, Properties, Tensor, TensorType};
+use npu_sycl_bridge::pool::NpuPool;
+use npu_sycl_bridge::Result;
+use testkit::{models, virtual_platform};
+
+use crate::measure::{interleave, paired, Variant};
+
+/// Every path, in the report's order. The floor is the L0 host tensor; `memcpy` is not a path but
+/// this machine's single-core copy of the same bytes, measured in the same rounds.
+pub const PATHS: [&str; 9] =
+    ["unaligned", "aligned", "cpu_va", "dma_buf", "pool", "rebind", "import_per_use", "floor", "memcpy"];
+
+pub fn label(path: &str) -> &'static str {
+    match path {
+        "unaligned" => "plain tensor, not page-aligned (copied)",
+        "aligned" => "plain tensor, page-aligned",
+        "cpu_va" => "CPU_VA remote tensor",
+        "dma_buf" => "dma-buf (SHARED_BUF)",
+        "pool" => "NpuPool tensor, reused (dma-buf)",
+        "rebind" => "two dma-buf tensors bound in turn",
+        "import_per_use" => "dma-buf imported per inference",
+        "floor" => "L0 host tensor (floor)",
+        "memcpy" => "single-core memcpy of the input",
+        _ => "?",
+    }
+}
+
+pub const COUNTERS: [&str; 4] = ["npu.bytes_copied", "npu.imports.sysmem", "npu.imports.dma_buf", "npu.inferences"];
+
+fn gpu() -> Result<(Arc<Context>, npu_sycl_bridge::level_zero::Device)> {
+    for d in Driver::all()? {
+        for dev in d.devices()? {
+            if dev.properties()?.device_type == DeviceType::Gpu {
+                return Ok((Arc::new(Context::create(d)?), dev));
+            }
+        }
+    }
+    Err(npu_sycl_bridge::Error::invalid_argument("no GPU device on the virtual platform"))
+}
+
+fn secs(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+/// Runs the sweep under this process's `VL0_PROFILE` and prints one `ROW` line per path and size.
+pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
+    let selection = virtual_platform::select(false)?;
+    let vp = selection.virtual_platform();
+    let counter = |n: &str| vp.map_or(0, |v| v.counter(n));
+    let profile = std::env::var("VL0_PROFILE").unwrap_or_else(|_| "lnl".into());
+    let core = Core::new()?;
+    let (gpu_ctx, gpu_dev) = gpu()?;
+    for &bytes in sizes {
+        let n = bytes / 4;
+        let shape = [1, n];
+        let m = models::scale(&shape);
+        let input = m.sample_input(0);
+        let ir = core.read_model_from_memory(&m.xml, &m.weights)?;
+        let compiled = core.compile_model(&ir, "NPU", &Properties::new())?;
+        let npu = NpuContext::from_compiled_model(&compiled)?;
+        let alloc = |count: usize| -> Result<Vec<L0Allocation>> {
+            (0..count)
+                .map(|_| {
+                    let mut mem = gpu_ctx.alloc_device_exportable(gpu_dev, bytes, 4096)?;
+                    mem.write(0, &input)?;
+                    Ok(mem)
+                })
+                .collect()
+        };
+        // Plain tensor 64 bytes past a page boundary: shadow-copied.
+        let mut backing = PageAlignedBuffer::new(bytes + 4096)?;
+        backing.as_bytes_mut()[64..64 + bytes].copy_from_slice(&input);
+        let ptr = backing.as_mut_ptr().cast::<u8>().wrapping_add(64).cast();
+        let owner: KeepAlive = Arc::new(backing);
+        // SAFETY: `ptr` is 64 bytes into a live mapping of bytes + 4096 bytes; `owner` keeps it
+        // alive as long as the tensor; nothing else writes it.
+        let unaligned = unsafe { Tensor::from_host_ptr(ElementType::F32, shape, ptr, Some(owner))? };
+        let aligned = PageAlignedBuffer::from_slice(&input)?.into_tensor(ElementType::F32, shape)?;
+        let t = Instant::now();
+        let cpu_va =
+            match npu.import(PageAlignedBuffer::from_slice(&input)?, ElementType::F32, shape, TensorType::Input) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    if bytes == sizes[0] {
+                        println!("MISSING\t{profile}\tcpu_va\t{}", e.to_string().replace(['\t', '\n'], " "));
+                    }
+                    None
+                }
+            };
+        let cpu_va_import = secs(t);
+        let dma_mem = alloc(1)?.pop().expect("one");
+        let t = Instant::now();
+        let dma = npu.import(dma_mem.export_dma_buf()?, ElementType::F32, shape, TensorType::Input)?;
+        let dma_import = secs(t);
+        let pool = NpuPool::from_buffers(&npu, alloc(2)?)?;
+        let per_use = alloc(2)?;
+        let rebind_mem = alloc(2)?;
+        let rebind: Vec<_> = rebind_mem
+            .iter()
+            .map(|m| npu.import(m.export_dma_buf()?, ElementType::F32, shape, TensorType::Input))
+            .collect::<Result<_>>()?;
+        let t = Instant::now();
+        let mut floor = npu.l0_host_tensor(ElementType::F32, shape, TensorType::Binded)?;
+        floor.host_bytes_mut()?.copy_from_slice(&input);
+        let floor_import = secs(t);
+
+        // (path, import call s, first inference s) for the one-time costs.
+        let mut once: Vec<(&str, f64, f64)> = Vec::new();
+        let mut variants: Vec<Variant<'_>> = Vec::new();
+        // Each path on its own request; the first inference is timed alone.
+        macro_rules! bound {
+            ($name:expr, $import:expr, $tensor:expr) => {{
+                let mut r = compiled.create_infer_request()?;
+                let t = Instant::now();
+                r.set_input_tensor(0, $tensor)?;
+                r.infer()?;
+                once.push(($name, $import, secs(t)));
+                variants.push(Variant::new($name, move || r.infer()));
+            }};
+        }
+        bound!("unaligned", 0.0, &unaligned);
+        bound!("aligned", 0.0, &aligned);
+        if let Some(t) = &cpu_va {
+            bound!("cpu_va", cpu_va_import, t);
+        }
+        bound!("dma_buf", dma_import, &dma);
+        {
+            let mut r = compiled.create_infer_request()?;
+            let t = Instant::now();
+            let first = pool.tensor(ElementType::F32, shape)?;
+            let import = secs(t);
+            let t = Instant::now();
+            r.set_input_tensor(0, &first)?;
+            r.infer()?;
+            once.push(("pool", import, secs(t)));
+            drop(first);
+            let pool = &pool;
+            variants.push(Variant::new("pool", move || {
+                let t = pool.tensor(ElementType::F32, shape)?;
+                r.set_input_tensor(0, &t)?;
+                r.infer()
+            }));
+        }
+        {
+            // What the pool adds to rebinding: the same two-tensor alternation, tensors kept.
+            let mut r = compiled.create_infer_request()?;
+            let rebind = &rebind;
+            let mut i = 0usize;
+            variants.push(Variant::new("rebind", move || {
+                i += 1;
+                r.set_input_tensor(0, &rebind[i % 2])?;
+                r.infer()
+            }));
+        }
+        {
+            let mut r = compiled.create_infer_request()?;
+            let per_use = &per_use;
+            let npu = &npu;
+            let mut i = 0usize;
+            variants.push(Variant::new("import_per_use", move || {
+                i += 1;
+                let t = npu.import(per_use[i % 2].export_dma_buf()?, ElementType::F32, shape, TensorType::Input)?;
+                r.set_input_tensor(0, &t)?;
+                r.infer()
+            }));
+        }
+        bound!("floor", floor_import, &floor);
+        let src = input.clone();
+        let mut dst = vec![0u8; bytes];
+        dst.copy_from_slice(&src);
+        variants.push(Variant::new("memcpy", move || {
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&mut dst);
+            Ok(())
+        }));
+
+        interleave(&mut variants, budget, 9, 400, &counter, &COUNTERS)?;
+        let floor_v = variants.iter().position(|v| v.name == "floor").expect("the floor is measured");
+        for v in &variants {
+            let vs_floor = paired(v, &variants[floor_v]).0;
+            let (import, first) = once.iter().find(|o| o.0 == v.name).map_or((f64::NAN, f64::NAN), |o| (o.1, o.2));
+            let imports = v.per_call("npu.imports.sysmem") + v.per_call("npu.imports.dma_buf");
+            println!(
+                "ROW\t{profile}\t{bytes}\t{}\t{:.9}\t{:.9}\t{:.9}\t{:.9}\t{:.1}\t{:.3}\t{vs_floor:.4}",
+                v.name,
+                v.median(),
+                v.cpu_median(),
+                first,
+                import,
+                v.per_call("npu.bytes_copied"),
+                imports
+            );
+        }
+        eprintln!("sweep {profile}: {} KiB done", bytes >> 10);
+    }
+    Ok(())
+}
+
+/// One measured path at one size, as parsed from a child's `ROW` line.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub profile: String,
+    pub bytes: usize,
+    pub path: String,
+    pub median: f64,
+    pub cpu: f64,
+    pub first: f64,
+    pub import: f64,
+    pub copied: f64,
+    pub imports: f64,
+    /// The median of the per-round ratios to the floor (each round ran both, close in time).
+    pub vs_floor: f64,
+}
+
+pub fn parse(line: &str) -> Option<Row> {
+    let f: Vec<&str> = line.split('\t').collect();
+    if f.len() != 11 || f[0] != "ROW" {
+        return None;
+    }
+    let num = |i: usize| f[i].parse::<f64>().ok();
+    Some(Row {
+        profile: f[1].into(),
+        bytes: f[2].parse().ok()?,
+        path: f[3].into(),
+        median: num(4)?,
+        cpu: num(5)?,
+        first: num(6)?,
+        import: num(7)?,
+        copied: num(8)?,
+        imports: num(9)?,
+        vs_floor: num(10)?,
+    })
+}
