@@ -97,7 +97,7 @@ pub enum Path {
     NpuToSyclZeroCopy,
     /// A host view (a Rust slice) of a remote tensor's memory.
     HostView,
-    /// [`Auto`](crate::strategy::Auto): no strategy works.
+    /// `strategy::Auto`: no strategy works.
     Auto,
     /// The NPU itself (no NPU plugin, driver or context).
     Npu,

@@ -52,7 +52,9 @@
 //! | [`level_zero`] | drivers, devices, contexts (owned or borrowed), allocations, dma-buf export/import | a Level Zero loader |
 //! | [`npu`] | [`NpuContext`](npu::NpuContext) (the plugin's context and its driver's capabilities) and the NPU memory paths: CPU_VA, dma-buf, L0 host tensors, [`PageAlignedBuffer`](npu::PageAlignedBuffer) | the NPU plugin |
 //! | [`sycl`] | SYCL platforms, devices, contexts (also from a native `ze_context_handle_t`, `keep` or `transfer`), queues, USM, dma-buf export/import | feature `sycl` |
-//! | [`strategy`] | the SYCL ⇄ NPU sharing strategies and [`Auto`] | feature `sycl` |
+//! | [`memory`] | [`NpuMemory`](memory::NpuMemory): every kind of memory a program owns that the NPU can use, for the one import call [`NpuContext::import`](npu::NpuContext::import) | — |
+//! | [`pool`] | [`NpuPool`](pool::NpuPool): the program's buffers imported once and handed out again | — |
+//! | [`strategy`] | the SYCL ⇄ NPU sharing strategies and [`Auto`]; [`SharedTensor`] (SYCL copies, also asynchronous) | feature `sycl` |
 //! | [`error`] | the one [`Error`] with an [`ErrorKind`] to match on | — |
 //!
 //! The reference models and the control of the virtual Level Zero platform (activate, select,
@@ -117,6 +119,12 @@
 //!    [`dup_fd`](npu::dup_fd) to keep your own fd. Proved by
 //!    `tests/compile_fail/npu_dma_buf_fd_used_after_handover.rs` and
 //!    `tests/npu_memory_paths.rs::bad_fds_are_typed_errors_without_leaks`.
+//! 5. **No two running inferences share a tensor one of them writes**, and no inference starts
+//!    while a host view or a pending SYCL copy ([`PendingSycl`]) holds the
+//!    tensor: [`InvalidArgument`](ErrorKind::InvalidArgument) when it is tried. Inputs that are
+//!    only read are shared. A [`pool`] hands a tensor out again only when no request holds it.
+//!    Proved by `tests/npu_import_and_pool.rs` and `tests/strategies.rs`
+//!    (`pending_sycl_copies_overlap_inference_and_exclude_it_v1`/`_v2`).
 //!
 //! Together these make every teardown order sound from safe code: requests, tensors, strategies,
 //! SYCL contexts, NPU contexts, compiled models and the Core. This is checked by
@@ -219,7 +227,7 @@
     feature = "sycl",
     doc = "\n[`Auto`]: strategy::Auto\n[`CardPath`]: strategy::StrategyKind::CardPath\n[`Strategy::card_path`]: strategy::Strategy::card_path\n\
            [`Strategy::new`]: strategy::Strategy::new\n[`DmaBuf`]: strategy::StrategyKind::DmaBuf\n[`CpuVa`]: strategy::StrategyKind::CpuVa\n\
-           [`NpuToSycl`]: strategy::StrategyKind::NpuToSycl\n[`SharedTensor`]: strategy::SharedTensor\n[`sycl`]: crate::sycl\n\
+           [`NpuToSycl`]: strategy::StrategyKind::NpuToSycl\n[`SharedTensor`]: strategy::SharedTensor\n[`PendingSycl`]: strategy::PendingSycl\n[`sycl`]: crate::sycl\n\
            [`strategy`]: crate::strategy\n[`sycl::LevelZeroOwnership::Keep`]: crate::sycl::LevelZeroOwnership::Keep\n\
            [`sycl::Context::from_level_zero`]: crate::sycl::Context::from_level_zero\n\
            [`sycl::ExportableDeviceMemory`]: crate::sycl::ExportableDeviceMemory\n[`sycl::UsmBuffer`]: crate::sycl::UsmBuffer"
@@ -229,7 +237,7 @@
     not(feature = "sycl"),
     doc = "\n[`Auto`]: #feature-sycl\n[`CardPath`]: #feature-sycl\n[`Strategy::card_path`]: #feature-sycl\n\
            [`Strategy::new`]: #feature-sycl\n[`DmaBuf`]: #feature-sycl\n[`CpuVa`]: #feature-sycl\n\
-           [`NpuToSycl`]: #feature-sycl\n[`SharedTensor`]: #feature-sycl\n[`sycl`]: #feature-sycl\n\
+           [`NpuToSycl`]: #feature-sycl\n[`SharedTensor`]: #feature-sycl\n[`PendingSycl`]: #feature-sycl\n[`sycl`]: #feature-sycl\n\
            [`strategy`]: #feature-sycl\n[`sycl::LevelZeroOwnership::Keep`]: #feature-sycl\n\
            [`sycl::Context::from_level_zero`]: #feature-sycl\n\
            [`sycl::ExportableDeviceMemory`]: #feature-sycl\n[`sycl::UsmBuffer`]: #feature-sycl"
