@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use npu_sycl_bridge::openvino::TensorType;
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
@@ -210,22 +212,43 @@ fn child() {
     println!("FAULT-CHILD-DONE");
 }
 
+/// How long a child may take: a sweep child whose run hangs is killed, and the hang is reported.
+const CHILD_DEADLINE: Duration = Duration::from_secs(180);
+
 fn child_run(mode: &str, name: &str, calls: &str) -> (String, String, bool) {
     let exe = std::env::current_exe().unwrap();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fault-sweep-{name}-{mode}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (out_path, err_path) = (dir.join("stdout"), dir.join("stderr"));
     let mut cmd = Command::new(exe);
     cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"]).env(CHILD_ENV, format!("{mode}:{name}"));
     cmd.env_remove("UR_LOADER_USE_LEVEL_ZERO_V2");
+    cmd.stdout(std::fs::File::create(&out_path).unwrap()).stderr(std::fs::File::create(&err_path).unwrap());
     if mode == "trace" {
         cmd.env("VL0_TRACE", "1");
     } else {
         cmd.env(CALLS_ENV, calls);
     }
-    let out = cmd.output().expect("spawn the child");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let ok = out.status.success() && stdout.contains("FAULT-CHILD-DONE");
-    if !ok {
-        eprintln!("child {mode}:{name} ended with {}", common::child::describe(&out.status));
+    let mut child = cmd.spawn().expect("spawn the child");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > CHILD_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = String::from_utf8_lossy(&std::fs::read(&out_path).unwrap()).into_owned();
+    let mut stderr = String::from_utf8_lossy(&std::fs::read(&err_path).unwrap()).into_owned();
+    let ok = status.is_some_and(|s| s.success()) && stdout.contains("FAULT-CHILD-DONE");
+    match status {
+        None => stderr.insert_str(0, &format!("HANG: killed after {CHILD_DEADLINE:?}\n")),
+        Some(s) if !ok => eprintln!("child {mode}:{name} ended with {}", common::child::describe(&s)),
+        Some(_) => {}
     }
     (stdout, stderr, ok)
 }
@@ -255,6 +278,9 @@ const RUNTIME_ABORTS: &[(&str, &str)] = &[(
 )];
 
 fn sweep(name: &str) {
+    // One sweep at a time: each child runs hundreds of scenarios, and the machine has two cores.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let (_, trace, ok) = child_run("trace", name, "");
     assert!(ok, "the trace run of {name} failed:\n{trace}");
     let calls = calls_in(&trace);
@@ -282,8 +308,9 @@ fn sweep(name: &str) {
         let call = remaining[swept].clone();
         let said =
             stderr.lines().filter(|l| !l.starts_with("[vl0") && !l.trim().is_empty()).take(3).collect::<Vec<_>>();
+        let outcome = if stderr.starts_with("HANG") { "HANG" } else { "ABORT" };
         let (f, n) = call.split_once(':').unwrap();
-        results.push([f, n, "ABORT", "-", "-"].map(str::to_string));
+        results.push([f, n, outcome, "-", "-"].map(str::to_string));
         aborts.push((call, said.join(" / ")));
         remaining.drain(..=swept);
     }
@@ -303,7 +330,7 @@ fn sweep(name: &str) {
         .filter(|r| {
             r[2] == "PANIC"
                 || r[2].contains("WRONG")
-                || (r[2] != "ABORT" && !r[4].starts_with("recovered"))
+                || (r[2] != "ABORT" && r[2] != "HANG" && !r[4].starts_with("recovered"))
                 || (r[3] != "none" && r[3] != "-" && !releases(&r[0]) && !runtime_leak(r))
         })
         .map(|r| r.join(" "))
