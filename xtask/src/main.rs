@@ -176,7 +176,37 @@ fn test(extra: &[String]) -> Result<(), String> {
         run_cmd(&mut cmd).map_err(|e| format!("VL0_PROFILE={profile}: {e}"))?;
         cmake_tests(profile).map_err(|e| format!("VL0_PROFILE={profile}: {e}"))?;
     }
-    Ok(())
+    sanitized_cpp_tests()
+}
+
+/// The C++ core (cpp/sycl_core.cpp) and its tests built with AddressSanitizer and
+/// UndefinedBehaviorSanitizer (`-DNPU_SYCL_BRIDGE_SANITIZE=ON`, in `target/cmake-asan`) and run once
+/// against the virtual GPU under both DPC++ adapters, leak checking on. The tests that load OpenVINO
+/// are left out: its oneTBB opens `libtbbbind` with `RTLD_DEEPBIND`, which AddressSanitizer refuses,
+/// and the package tests build an uninstrumented consumer.
+fn sanitized_cpp_tests() -> Result<(), String> {
+    if !root().join("CMakeLists.txt").is_file() {
+        return Ok(());
+    }
+    eprintln!("xtask test: the C++ core under AddressSanitizer and UndefinedBehaviorSanitizer");
+    let prefix = native_finder::provisioned_prefix();
+    let build = root().join("target/cmake-asan");
+    run_cmd(
+        Command::new("cmake")
+            .args(["-S", ".", "-B"])
+            .arg(&build)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+            .arg("-DNPU_SYCL_BRIDGE_SANITIZE=ON"),
+    )?;
+    run_cmd(Command::new("cmake").arg("--build").arg(&build).args(["--parallel", "2"]))?;
+    run_cmd(
+        Command::new("ctest")
+            .env("ASAN_OPTIONS", "detect_leaks=1")
+            .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+            .arg("--test-dir")
+            .arg(&build)
+            .args(["--output-on-failure", "--no-tests=error", "-R", "^sycl_core\\.(gpu|no_loader)"]),
+    )
 }
 
 /// A crate outside the workspace that depends on npu-sycl-bridge and testkit by path
