@@ -21,6 +21,8 @@ const NAMES: &[&str] = &[
     "npu.imports.sysmem",
     "npu.graphs",
     "npu.inferences",
+    // Regular lists run through zeCommandListImmediateAppendCommandListsExp (DPC++'s graphs, adapter v2).
+    "gpu.immediate_appends",
 ];
 
 fn map() -> &'static Mutex<BTreeMap<String, u64>> {

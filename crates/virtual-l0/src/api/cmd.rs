@@ -274,8 +274,11 @@ ze_api! {
             }
             hs.push(h as usize);
         }
+        let count = hs.len() as u64;
         // SAFETY: caller's handles.
-        unsafe { append(imm, move |_| Ok(Command::ExecuteLists(hs)), signal, nw, waits) }
+        unsafe { append(imm, move |_| Ok(Command::ExecuteLists(hs)), signal, nw, waits) }?;
+        crate::counters::add("gpu.immediate_appends", count);
+        Ok(())
     }
     fn zeCommandListAppendBarrier(l: ze_command_list_handle_t, signal: ze_event_handle_t, n: u32, waits: *mut ze_event_handle_t) {
         // SAFETY: caller's handles.
