@@ -20,12 +20,12 @@ use std::time::{Duration, Instant};
 use npu_sycl_bridge::openvino::TensorType;
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
 use npu_sycl_bridge::strategy::{Strategy, StrategyKind};
-use npu_sycl_bridge::sycl::{self, Backend, Context, DeviceType};
+use npu_sycl_bridge::sycl::{self, Context};
 use npu_sycl_bridge::{Error, ErrorKind};
 
 mod common;
 
-use common::npu::{core, counter, open_fds, vp, NpuAndCpu};
+use common::npu::{counter, open_fds, vp, NpuAndCpu};
 
 /// Marks a child run: `trace` or `sweep`, then `:<scenario>`.
 const CHILD_ENV: &str = "NPU_SYCL_BRIDGE_FAULT_CHILD";
@@ -76,25 +76,18 @@ const RUNTIME_LEAKS: &[(&str, &str, u64)] = &[
     ("npu_to_sycl", "zeMemGetAllocProperties", 3),
 ];
 
+/// The SYCL setup, and the GPU's Level Zero driver and device (found once: the helper panics on errors).
 struct Env {
     base: NpuAndCpu,
     gpu: sycl::Device,
     ctx: std::sync::Arc<Context>,
-    /// The GPU's Level Zero driver and device (found once: the helper panics on errors).
     l0_gpu: (npu_sycl_bridge::level_zero::Driver, npu_sycl_bridge::level_zero::Device),
 }
 
 fn env() -> Env {
-    vp();
-    let base = NpuAndCpu::new(core(), testkit::models::fully_connected());
-    let gpu = sycl::devices()
-        .unwrap()
-        .into_iter()
-        .find(|d| d.backend == Backend::LevelZero && d.device_type == DeviceType::Gpu)
-        .expect("the virtual GPU");
-    let ctx = Context::new(&gpu).unwrap();
+    let e = common::sycl::sycl_env(testkit::models::fully_connected());
     let l0_gpu = common::npu::l0_device(npu_sycl_bridge::level_zero::DeviceType::Gpu);
-    Env { base, gpu, ctx, l0_gpu }
+    Env { base: e.base, gpu: e.gpu, ctx: e.ctx, l0_gpu }
 }
 
 /// One run of `kind`: shared tensors, a SYCL write, bind, infer, a SYCL read, compared with the

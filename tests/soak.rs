@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use npu_sycl_bridge::openvino::TensorType;
 use npu_sycl_bridge::pool::NpuPool;
 use npu_sycl_bridge::strategy::{SharedTensor, Strategy, StrategyKind};
-use npu_sycl_bridge::sycl::{self, Backend, Context, DeviceType, ExportableDeviceMemory, Queue};
+use npu_sycl_bridge::sycl::{ExportableDeviceMemory, Queue};
 
 mod common;
 
-use common::npu::{core, counter, open_fds, vp, NpuAndCpu};
+use common::npu::{counter, open_fds};
 
 /// Resident memory of this process in bytes (`/proc/self/statm`).
 fn resident() -> usize {
@@ -35,22 +35,10 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-struct Env {
-    base: NpuAndCpu,
-    gpu: sycl::Device,
-    ctx: Arc<Context>,
-}
+type Env = common::sycl::SyclEnv;
 
 fn env() -> Env {
-    vp();
-    let base = NpuAndCpu::new(core(), testkit::models::fully_connected());
-    let gpu = sycl::devices()
-        .unwrap()
-        .into_iter()
-        .find(|d| d.backend == Backend::LevelZero && d.device_type == DeviceType::Gpu)
-        .expect("the virtual GPU");
-    let ctx = Context::new(&gpu).unwrap();
-    Env { base, gpu, ctx }
+    common::sycl::sycl_env(testkit::models::fully_connected())
 }
 
 #[test]

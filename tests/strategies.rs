@@ -133,13 +133,13 @@ mod inner {
     use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, RemoteTensor, TensorType};
     use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
     use npu_sycl_bridge::sycl::{
-        self, Backend, Context, ContextOrigin, DeviceType, ExportableDeviceMemory, LevelZeroOwnership, Queue,
-        SyclMemory, UsmBuffer, UsmKind,
+        self, Context, ContextOrigin, ExportableDeviceMemory, LevelZeroOwnership, Queue, SyclMemory, UsmBuffer, UsmKind,
     };
     use npu_sycl_bridge::{ErrorKind, Path};
     use testkit::models::{self, ReferenceModel};
 
-    use super::common::npu::{core, counter, l0_device, open_fds, other_input, vp, NpuAndCpu};
+    use super::common::npu::{core, counter, l0_device, open_fds, other_input, NpuAndCpu};
+    use super::common::sycl::sycl_gpu;
     use super::CHILD_ENV;
 
     fn child() -> bool {
@@ -177,16 +177,6 @@ mod inner {
 
     fn env(m: ReferenceModel) -> Env {
         env_with(core(), m)
-    }
-
-    /// The virtual GPU as a SYCL device.
-    fn sycl_gpu() -> sycl::Device {
-        vp();
-        let devices = sycl::devices().expect("SYCL devices");
-        devices
-            .into_iter()
-            .find(|d| d.backend == Backend::LevelZero && d.device_type == DeviceType::Gpu)
-            .expect("the virtual GPU is a SYCL Level Zero GPU device")
     }
 
     /// The virtual GPU's Level Zero driver, found through the Level Zero layer.

@@ -6,3 +6,6 @@
 
 pub use testkit::reference::*;
 pub use testkit::{child, npu};
+
+#[cfg(feature = "sycl")]
+pub mod sycl;
