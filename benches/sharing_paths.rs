@@ -39,17 +39,6 @@ struct Measured {
     cpu_per_infer: Duration,
 }
 
-fn cpu_time() -> Duration {
-    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage writes a rusage into the provided, properly sized buffer.
-    let u = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr());
-        u.assume_init()
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
-
 fn measure(label: &'static str, request: &mut InferRequest, bind: impl FnOnce(&mut InferRequest)) -> Measured {
     let t0 = Instant::now();
     bind(request);
@@ -58,7 +47,7 @@ fn measure(label: &'static str, request: &mut InferRequest, bind: impl FnOnce(&m
     for _ in 0..WARMUP {
         request.infer().expect("warm-up inference");
     }
-    let cpu0 = cpu_time();
+    let cpu0 = testkit::cpu_time::process_cpu_time();
     let mut times: Vec<Duration> = (0..ITERATIONS)
         .map(|_| {
             let t = Instant::now();
@@ -66,7 +55,7 @@ fn measure(label: &'static str, request: &mut InferRequest, bind: impl FnOnce(&m
             t.elapsed()
         })
         .collect();
-    let cpu_per_infer = (cpu_time() - cpu0) / ITERATIONS as u32;
+    let cpu_per_infer = (testkit::cpu_time::process_cpu_time() - cpu0) / ITERATIONS as u32;
     times.sort();
     Measured {
         label,

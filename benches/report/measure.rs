@@ -1,7 +1,7 @@
 //! Interleaved measurement: every variant of a comparison runs in each round, in a rotating order,
 //! so that the machine's background load falls on all of them alike; medians are compared.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub type Step<'a> = Box<dyn FnMut() -> npu_sycl_bridge::Result<()> + 'a>;
 
@@ -73,18 +73,6 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// CPU time of the whole process (user + system, every thread).
-pub fn cpu_time() -> Duration {
-    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage writes a rusage into the provided, properly sized buffer.
-    let u = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr());
-        u.assume_init()
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
-
 /// Runs every variant `warmup` times, then picks the calls per variant so that the whole
 /// comparison takes about `budget` seconds (between `min_calls` and `max_calls` per variant), and
 /// runs them in rounds: each round runs a batch of each variant, the order rotating per round.
@@ -116,13 +104,13 @@ pub fn interleave(
         for k in 0..n {
             let v = &mut variants[(round + k) % n];
             let before: Vec<u64> = counter_names.iter().map(|c| counter(c)).collect();
-            let c0 = cpu_time();
+            let c0 = testkit::cpu_time::process_cpu_time();
             for _ in 0..batch {
                 let t = Instant::now();
                 (v.step)()?;
                 v.wall.push(t.elapsed().as_secs_f64());
             }
-            let cpu = (cpu_time() - c0).as_secs_f64() / batch as f64;
+            let cpu = (testkit::cpu_time::process_cpu_time() - c0).as_secs_f64() / batch as f64;
             v.rounds.push(median(&v.wall[v.wall.len() - batch..]));
             v.cpu.push(cpu);
             v.calls += batch as u64;

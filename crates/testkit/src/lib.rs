@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod child;
+pub mod cpu_time;
 pub mod models;
 pub mod npu;
 pub mod reference;
