@@ -11,9 +11,11 @@
 //!   comes with that build, through testkit), run `benches/pipeline.rs`, then `benches/report/`,
 //!   which writes `<target>/bench/report.md` and its SVG plots (issue 13). Arguments after `--` go
 //!   to the report (`--max-bytes N`, `--budget SECONDS`, `--profiles lnl,mtl`).
-//! - `valgrind`: the virtual platform's own tests (its unit tests and `tests/virtual_platform.rs`,
-//!   child processes included) under valgrind's leak checker; fails on any definite or indirect leak
-//!   or memory error. Not part of `test` (valgrind multiplies run time).
+//! - `valgrind`: under valgrind's leak checker, child processes included: the virtual platform's own
+//!   tests (its unit tests and `tests/virtual_platform.rs`), the NPU-path, pool and strategy tests,
+//!   and both examples (run by `tests/examples.rs`); fails on any definite or indirect leak or memory
+//!   error not suppressed with its reason in `xtask/valgrind.supp`. Not part of `test` (valgrind
+//!   multiplies run time).
 //! - `codegen`: regenerate `crates/level-zero-sys/src/generated.rs` (needs libclang; fetched by
 //!   `setup --codegen`).
 
@@ -304,10 +306,18 @@ fn valgrind() -> Result<(), String> {
     }
     let mut exes = test_executables(&["--package", "virtual-l0", "--lib"])?;
     exes.extend(test_executables(&["--package", "npu-sycl-bridge", "--test", "virtual_platform"])?);
+    // The NPU paths, the pool and the strategies (their child processes too), and the examples
+    // (run as children by tests/examples.rs).
+    let sycl = ["--package", "npu-sycl-bridge", "--features", "sycl"];
+    for test in ["npu_memory_paths", "npu_import_and_pool", "strategies", "examples"] {
+        exes.extend(test_executables(&[&sycl[..], &["--test", test]].concat())?);
+    }
+    let suppressions = root().join("xtask/valgrind.supp");
     for exe in exes {
         run_cmd(
             Command::new("valgrind")
                 .args(["--quiet", "--leak-check=full", "--show-leak-kinds=definite,indirect"])
+                .arg(format!("--suppressions={}", suppressions.display()))
                 .args(["--errors-for-leak-kinds=definite,indirect", "--error-exitcode=9", "--trace-children=yes"])
                 // Children are the test binary itself (child-process tests); compilers a test runs are not ours.
                 .arg("--trace-children-skip=/usr/bin/*,/bin/*")
