@@ -146,6 +146,7 @@ fn run(e: &Env, name: &str) -> Result<(), Error> {
         "dma_buf" => scenario(e, StrategyKind::DmaBuf),
         "npu_export" => scenario(e, StrategyKind::NpuExport),
         "npu_to_sycl" => scenario(e, StrategyKind::NpuToSycl),
+        "shared_system" => scenario(e, StrategyKind::SharedSystem),
         "pool" => pool_scenario(e),
         other => panic!("no scenario {other}"),
     }
@@ -386,4 +387,18 @@ fn every_call_of_the_pool_fails_cleanly() {
         return;
     }
     sweep("pool");
+}
+
+#[test]
+fn every_call_of_the_shared_system_path_fails_cleanly() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    // Only where the NPU imports user memory (NPU 40xx+ with the userptr ioctl); elsewhere the
+    // strategy is refused before any memory is made (tests/strategies.rs checks the refusal).
+    let npu = NpuAndCpu::new(common::npu::core(), testkit::models::fully_connected()).npu;
+    if !common::npu::imports_user_memory(&npu) {
+        return;
+    }
+    sweep("shared_system");
 }

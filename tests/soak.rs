@@ -1,5 +1,6 @@
 //! Soak (issue 14 item 3): 8 threads × 1,000 inferences on shared tensors and on pooled tensors,
-//! and 10,000 create/bind/infer/drop cycles per strategy that works on every laptop. Open fds, live
+//! and 10,000 create/bind/infer/drop cycles per strategy that works on every laptop (and shared
+//! system memory where the NPU imports user memory). Open fds, live
 //! allocations of both drivers and resident memory must be flat from the first hundred cycles on.
 //! (About 15 s on the virtual platform: `cargo xtask test` runs it under every laptop profile.)
 #![cfg(feature = "sycl")]
@@ -49,7 +50,13 @@ fn create_bind_infer_drop_cycles_leak_nothing() {
     let (din, dout) = (&m.inputs[0], &m.outputs[0]);
     let x = m.sample_input(0);
     let want = e.base.cpu(std::slice::from_ref(&x)).remove(0);
-    for kind in [StrategyKind::DmaBuf, StrategyKind::NpuExport, StrategyKind::NpuToSycl] {
+    // Shared system memory too where the NPU imports user memory: every cycle imports fresh pages,
+    // which must all be released (10,000 leaked pages would show in resident memory).
+    let mut kinds = vec![StrategyKind::DmaBuf, StrategyKind::NpuExport, StrategyKind::NpuToSycl];
+    if e.base.npu.capabilities().sysmem_import {
+        kinds.push(StrategyKind::SharedSystem);
+    }
+    for kind in kinds {
         let s = Strategy::new(kind, &e.base.npu, &e.ctx, &e.gpu).unwrap();
         let n = 10_000;
         let mut at_100 = None;

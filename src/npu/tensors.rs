@@ -8,7 +8,7 @@ use super::buffer::PAGE_SIZE;
 use super::imports::{self, DmaBufClaim};
 use super::NpuContext;
 use crate::error::{Aligned, Error, ErrorKind, Path, Result};
-use crate::level_zero::MemoryKind;
+use crate::level_zero::{L0Allocation, MemoryKind};
 use crate::memory::{DmaBufFd, NpuMemory, Region};
 use crate::openvino::{
     Element, ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorData,
@@ -269,6 +269,16 @@ impl NpuContext {
         // SAFETY: the caller guarantees ptr is valid for byte_len ≥ needed bytes until keepalive
         // is dropped; alignment and size were checked above (or the pointer lies in an allocation
         // of the plugin's context, which the plugin bounds-checks); the tensor holds keepalive.
+        // Held across the call: if the plugin fails after its import succeeded, the pages must stay
+        // mapped until that orphaned import is released below.
+        let hold = keepalive.clone();
+        // An import's pages are released only once the driver let go of them (ImportedPages).
+        let keep: Vec<KeepAlive> = match keepalive {
+            Some(owner) if imports => {
+                vec![Arc::new(ImportedPages { context: Arc::clone(l0), ptr: ptr as usize, owner: Some(owner) })]
+            }
+            other => other.into_iter().collect(),
+        };
         let tensor = unsafe {
             self.remote_context().create_tensor_raw(
                 element_type,
@@ -276,9 +286,11 @@ impl NpuContext {
                 MemType::CpuVa,
                 Some(ptr),
                 Some(tensor_type),
-                keepalive.into_iter().collect(),
+                keep,
             )
-        }?;
+        }
+        .map_err(|e| if imports { self.release_orphaned_import(ptr, e) } else { e })?;
+        drop(hold);
         if read_only {
             tensor.handle.mark_read_only_for_device();
             if imports {
@@ -286,6 +298,30 @@ impl NpuContext {
             }
         }
         Ok(tensor)
+    }
+
+    /// After a failed CPU_VA tensor over memory the NPU did not know: the NPU plugin throws without
+    /// freeing its import when the first query of the fresh import fails (seen by
+    /// `tests/fault_sweep.rs`), which would leave the driver mapping (pinning, on hardware) pages the
+    /// caller frees, and make every later import at that address look like a reuse. Such an import
+    /// is nobody's now: release it.
+    fn release_orphaned_import(&self, ptr: *mut c_void, cause: Error) -> Error {
+        let l0 = self.level_zero_context();
+        let Ok(info) = l0.memory_properties(ptr) else { return cause };
+        if info.kind == MemoryKind::Unknown {
+            return cause;
+        }
+        let Ok((_, size)) = l0.address_range(ptr) else { return cause };
+        // SAFETY: `ptr` starts an allocation of the plugin's context (the driver says so) that no
+        // tensor owns: the only tensor that could have owned it failed to be made, and the memory
+        // was unknown to the context before. It is freed once, here (dropping the allocation).
+        match unsafe { L0Allocation::from_raw(Arc::clone(l0), ptr, size, info.kind, None) } {
+            Ok(orphan) => {
+                drop(orphan);
+                cause.context("the NPU plugin failed after importing the memory; its import was released")
+            }
+            Err(_) => cause,
+        }
     }
 
     /// The one dma-buf import: checks, then imports the buffer once per NPU context. `memory` is
@@ -392,6 +428,28 @@ fn gpu_usm_not_pinnable(kind: crate::memory::MemoryKind, cause: Error) -> Error 
              page-aligned process memory (PageAlignedBuffer, the SharedSystem strategy) that SYCL copies into",
         )
         .with_source(cause)
+}
+
+/// The owner of pages the NPU imported (CPU_VA), dropped with the tensor after OpenVINO freed it.
+/// If the driver still maps the pages then (its `zeMemFree` of the import failed), they are kept:
+/// unmapping them would leave the NPU with pinned pages of freed memory, and a later buffer at the
+/// same address would look like that stale import. A leak, never a use-after-free.
+struct ImportedPages {
+    context: Arc<crate::level_zero::Context>,
+    ptr: usize,
+    owner: Option<KeepAlive>,
+}
+
+impl Drop for ImportedPages {
+    fn drop(&mut self) {
+        let still_imported = self
+            .context
+            .memory_properties(self.ptr as *const c_void)
+            .is_ok_and(|info| info.kind != MemoryKind::Unknown);
+        if still_imported {
+            std::mem::forget(self.owner.take());
+        }
+    }
 }
 
 impl DmaBufFd {
