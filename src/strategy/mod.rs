@@ -383,9 +383,7 @@ impl Strategy {
     }
 
     fn shared(&self, tensor: RemoteTensor) -> Result<SharedTensor> {
-        let origin = tensor.sycl_origin.clone().expect("imported from SYCL memory");
-        let ptr = NonNull::new(origin.addr as *mut u8).expect("SYCL memory is never null");
-        SharedTensor::over(self.kind, &self.queue, tensor, true, ptr, origin.len)
+        SharedTensor::over_sycl_memory(self.kind, &self.queue, tensor)
     }
 
     /// Makes a 4 KiB `u8` tensor and checks that a pattern written by SYCL is what the NPU's host

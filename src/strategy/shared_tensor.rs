@@ -78,6 +78,19 @@ impl SharedTensor {
     /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) when the tensor was not imported from
     /// SYCL memory, or its memory belongs to another SYCL context than the queue.
     pub fn new(queue: &Arc<Queue>, tensor: RemoteTensor) -> Result<SharedTensor> {
+        let kind = match tensor.sycl_origin.as_ref().map(|o| o.kind) {
+            Some(MemoryKind::SyclExportable) => StrategyKind::DmaBuf,
+            _ => StrategyKind::CpuVa,
+        };
+        Self::over_sycl_memory(kind, queue, tensor)
+    }
+
+    /// `tensor`, imported from SYCL memory of `queue`'s context, reached by SYCL at that memory.
+    pub(crate) fn over_sycl_memory(
+        kind: StrategyKind,
+        queue: &Arc<Queue>,
+        tensor: RemoteTensor,
+    ) -> Result<SharedTensor> {
         let Some(origin) = tensor.sycl_origin.clone() else {
             return Err(Error::invalid_argument(
                 "SharedTensor::new: the tensor was not imported from SYCL memory (import a UsmBuffer or \
@@ -89,10 +102,6 @@ impl SharedTensor {
                 "SharedTensor::new: the tensor's SYCL memory belongs to another SYCL context than the queue",
             ));
         }
-        let kind = match origin.kind {
-            MemoryKind::SyclExportable => StrategyKind::DmaBuf,
-            _ => StrategyKind::CpuVa,
-        };
         let ptr = NonNull::new(origin.addr as *mut u8).expect("SYCL memory is never null");
         Self::over(kind, queue, tensor, true, ptr, origin.len)
     }
@@ -463,20 +472,7 @@ impl fmt::Debug for SyclAccess<'_> {
     }
 }
 
-impl SyclMemory for SyclAccess<'_> {
-    fn as_ptr(&self) -> *const u8 {
-        self.ptr.as_ptr()
-    }
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn context(&self) -> &Arc<sycl::Context> {
-        self.context
-    }
-}
+sycl::sycl_memory!(SyclAccess<'_>);
 
 impl BindableSealed for SharedTensor {
     fn handle(&self) -> &Arc<TensorHandle> {

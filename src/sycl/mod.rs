@@ -55,7 +55,7 @@
 //! before SYCL initialises); this layer works with both.
 
 /// [`SyclMemory`] for a type whose fields `ptr: NonNull<u8>`, `len: usize` and
-/// `context: Arc<Context>` are the memory's first byte, length and context. Invoked in the type's
+/// `context: Arc<Context>` (or `&Arc<Context>`) are the memory's first byte, length and context. Invoked in the type's
 /// own module (the fields are private); the type is sealed in `usm.rs`.
 macro_rules! sycl_memory {
     ($t:ty) => {
@@ -75,6 +75,8 @@ macro_rules! sycl_memory {
         }
     };
 }
+// For `strategy::SyclAccess`, whose `context` field borrows the Arc.
+pub(crate) use sycl_memory;
 
 mod context;
 mod external;
