@@ -55,6 +55,8 @@ std::unique_ptr<SyclContext> make_level_zero_context(std::size_t ze_context, rus
 std::unique_ptr<SyclContext> make_device_context(const SyclDevice& device);
 std::size_t context_native(const SyclContext& context);
 std::size_t context_device_count(const SyclContext& context);
+std::unique_ptr<SyclContext> adopt_context(std::size_t address);
+rust::Vec<std::size_t> context_native_devices(const SyclContext& context);
 std::unique_ptr<SyclQueue> make_in_order_queue(const SyclContext& context, const SyclDevice& device);
 NativeQueueRecord queue_native(const SyclQueue& queue);
 void queue_wait(const SyclQueue& queue);

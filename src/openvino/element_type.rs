@@ -65,6 +65,15 @@ pub enum ElementType {
 }
 
 impl ElementType {
+    /// Every element type.
+    pub const ALL: [ElementType; 26] = {
+        use ElementType::*;
+        [
+            Dynamic, Boolean, Bf16, F16, F32, F64, I4, I8, I16, I32, I64, U1, U2, U3, U4, U6, U8, U16, U32, U64, Nf4,
+            F8E4M3, F8E5M2, String, F4E2M1, F8E8M0,
+        ]
+    };
+
     /// The number of bits per element (0 for [`Dynamic`](Self::Dynamic) and
     /// [`String`](Self::String), whose size is not a bit count).
     pub fn bits(self) -> usize {
@@ -119,6 +128,11 @@ impl ElementType {
             F4E2M1 => "f4e2m1",
             F8E8M0 => "f8e8m0",
         }
+    }
+
+    /// The element type named `name` (as [`name`](Self::name) prints it), if there is one.
+    pub fn from_name(name: &str) -> Option<ElementType> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
     }
 
     pub(crate) fn to_sys(self) -> E {

@@ -233,7 +233,7 @@ impl InferRequest {
             )));
         }
         let raw = self.as_raw();
-        let t = handle.as_ptr();
+        let t = handle.native()?;
         // SAFETY (all three): live request and tensor; the C API copies the ov::Tensor (a
         // shared_ptr), and this request keeps our handle (and what it wraps) alive as documented.
         let status = match &port {

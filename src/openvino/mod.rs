@@ -8,6 +8,7 @@
 //! | [`RemoteContext`] | `ov_remote_context_t` | its [`Core`] or [`CompiledModel`] |
 //! | [`Tensor`] | `ov_tensor_t` (host memory) | whatever memory it wraps |
 //! | [`RemoteTensor`] | `ov_tensor_t` (device / shared memory) | its [`RemoteContext`] and the memory it wraps |
+//! | [`RemoteContext::external`], [`ExternalTensor`] | a C++ program's `ov::RemoteContext` / `ov::RemoteTensor` (another binding) | what the binding holds |
 //! | [`InferRequest`] | `ov_infer_request_t` | its [`CompiledModel`] and every bound tensor, until it was rebound **and** the next inference finished |
 //!
 //! Every handle has exactly one owner and is freed once, in `Drop` (which never panics). The
@@ -39,6 +40,7 @@
 mod compiled_model;
 mod core;
 mod element_type;
+mod external;
 mod infer_request;
 mod library;
 mod model;
@@ -51,6 +53,7 @@ pub(crate) mod tensor;
 pub use self::compiled_model::CompiledModel;
 pub use self::core::{Core, DeviceVersion};
 pub use self::element_type::{Element, ElementType, F16};
+pub use self::external::{ExternalContext, ExternalTensor, TensorProperties};
 #[cfg(feature = "sycl")]
 pub(crate) use self::infer_request::sealed::Sealed as BindableSealed;
 pub use self::infer_request::{Bindable, InferRequest};

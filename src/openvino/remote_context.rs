@@ -7,20 +7,24 @@ use std::sync::Arc;
 
 use openvino_sys as sys;
 
+use super::external::{ExternalContext, TensorProperties};
 use super::properties::parse_pointer;
 use super::remote_tensor::{MemType, RemoteTensor, TensorType};
 use super::tensor::TensorHandle;
 use super::{check, parse_params, take_ov_string, ElementType, KeepAlive, Shape, Tensor};
 use crate::error::{Error, Result};
 
-pub(crate) struct ContextInner {
-    ptr: NonNull<sys::ov_remote_context_t>,
-    // The Core or CompiledModel the context came from; dropped after the context is freed.
-    _parent: KeepAlive,
+pub(crate) enum ContextInner {
+    Native {
+        ptr: NonNull<sys::ov_remote_context_t>,
+        // The Core or CompiledModel the context came from; dropped after the context is freed.
+        _parent: KeepAlive,
+    },
+    External(Box<dyn ExternalContext>),
 }
 
 // SAFETY: an `ov_remote_context_t` holds a `std::shared_ptr<ov::RemoteContext>`; the holder has no
-// thread affinity. The methods used (`get_device_name`, `get_params`, `create_tensor`,
+// thread affinity (an external context is Send + Sync by its type). The methods used (`get_device_name`, `get_params`, `create_tensor`,
 // `create_host_tensor`) are const and plugins' contexts are shared by concurrently running
 // compiled models and requests, so concurrent calls are expected by OpenVINO.
 unsafe impl Send for ContextInner {}
@@ -29,9 +33,11 @@ unsafe impl Sync for ContextInner {}
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
-        // SAFETY: owned holder, freed once. It only releases this reference: the NPU plugin's
-        // Level Zero context itself lives as long as the plugin. Does not throw.
-        unsafe { sys::ov_remote_context_free(self.ptr.as_ptr()) };
+        if let ContextInner::Native { ptr, .. } = self {
+            // SAFETY: owned holder, freed once. It only releases this reference: the NPU plugin's
+            // Level Zero context itself lives as long as the plugin. Does not throw.
+            unsafe { sys::ov_remote_context_free(ptr.as_ptr()) };
+        }
     }
 }
 
@@ -50,12 +56,29 @@ impl RemoteContext {
     /// `ptr` is a valid `ov_remote_context_t` nobody else frees; `parent` keeps its creator alive.
     pub(crate) unsafe fn from_raw(ptr: *mut sys::ov_remote_context_t, parent: KeepAlive) -> Result<RemoteContext> {
         let ptr = NonNull::new(ptr).ok_or_else(|| Error::invalid_argument("OpenVINO returned a null context"))?;
-        Ok(RemoteContext { inner: Arc::new(ContextInner { ptr, _parent: parent }) })
+        Ok(RemoteContext { inner: Arc::new(ContextInner::Native { ptr, _parent: parent }) })
     }
 
-    /// The raw `ov_remote_context_t`, still owned by this context.
+    /// A context of another OpenVINO binding (a C++ program's `ov::RemoteContext`): tensors are
+    /// created through it, and the crate's checks and lifetimes apply to them as to its own.
+    pub fn external(context: Box<dyn ExternalContext>) -> RemoteContext {
+        RemoteContext { inner: Arc::new(ContextInner::External(context)) }
+    }
+
+    /// The raw `ov_remote_context_t`, still owned by this context; null for a context of another
+    /// binding.
     pub fn as_raw(&self) -> *mut sys::ov_remote_context_t {
-        self.inner.ptr.as_ptr()
+        match &*self.inner {
+            ContextInner::Native { ptr, .. } => ptr.as_ptr(),
+            ContextInner::External(_) => std::ptr::null_mut(),
+        }
+    }
+
+    fn external_context(&self) -> Option<&dyn ExternalContext> {
+        match &*self.inner {
+            ContextInner::Native { .. } => None,
+            ContextInner::External(c) => Some(c.as_ref()),
+        }
     }
 
     pub(crate) fn keepalive(&self) -> KeepAlive {
@@ -64,6 +87,9 @@ impl RemoteContext {
 
     /// The device the context belongs to, e.g. `"NPU"`.
     pub fn device_name(&self) -> Result<String> {
+        if let Some(c) = self.external_context() {
+            return c.device_name();
+        }
         let mut s: *mut c_char = std::ptr::null_mut();
         // SAFETY: live context; s is an out-pointer.
         check(unsafe { sys::ov_remote_context_get_device_name(self.as_raw(), &mut s) }, || {
@@ -75,6 +101,9 @@ impl RemoteContext {
 
     /// The context's parameters (`ov_remote_context_get_params`), e.g. `{"L0_CONTEXT": "0x55aa…"}`.
     pub fn params(&self) -> Result<BTreeMap<String, String>> {
+        if let Some(c) = self.external_context() {
+            return c.params();
+        }
         let mut n = 0usize;
         let mut s: *mut c_char = std::ptr::null_mut();
         // SAFETY: live context; n and s are out-pointers.
@@ -113,6 +142,11 @@ impl RemoteContext {
     /// context alive.
     pub fn create_host_tensor(&self, element_type: ElementType, shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
+        if self.external_context().is_some() {
+            return Err(Error::invalid_argument(
+                "create_host_tensor: the context belongs to another OpenVINO binding; create host tensors there",
+            ));
+        }
         let mut dims = shape.to_i64()?;
         let mut t = std::ptr::null_mut();
         // SAFETY: live context; the shape borrows dims for the call (copied by the C API); t is an
@@ -183,6 +217,20 @@ impl RemoteContext {
         keepalive: Vec<KeepAlive>,
     ) -> Result<RemoteTensor> {
         let shape = shape.into();
+        if let Some(c) = self.external_context() {
+            let properties = TensorProperties { mem_type, mem_handle, tensor_type };
+            // SAFETY: the caller's contract is the one `create_tensor` asks for.
+            let t = unsafe { c.create_tensor(element_type, &shape, &properties) }?;
+            let mut keep = keepalive;
+            keep.push(self.keepalive());
+            return Ok(RemoteTensor {
+                handle: TensorHandle::from_external(t, keep),
+                context: self.clone(),
+                exclusive_memory: true,
+                #[cfg(feature = "sycl")]
+                sycl_origin: None,
+            });
+        }
         let mut dims = shape.to_i64()?;
         let mem_type_c = CString::new(mem_type.as_str()).expect("no NUL in a MemType name");
         let tensor_type_c = tensor_type.map(|t| CString::new(t.as_str()).expect("no NUL in a TensorType name"));

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use openvino_sys as sys;
 
 use super::properties::parse_pointer;
+use super::external::ExternalTensor;
 use super::tensor::TensorHandle;
 use super::{check, parse_params, take_ov_string, ElementType, RemoteContext, Shape};
 use crate::error::Result;
@@ -130,7 +131,8 @@ impl RemoteTensor {
         &self.context
     }
 
-    /// The raw `ov_tensor_t`, still owned by this tensor.
+    /// The raw `ov_tensor_t`, still owned by this tensor; null for a tensor of another binding
+    /// ([`external`](Self::external)).
     pub fn as_raw(&self) -> *mut sys::ov_tensor_t {
         self.handle.as_ptr()
     }
@@ -157,8 +159,17 @@ impl RemoteTensor {
         self.handle.byte_size()
     }
 
+    /// The tensor of another OpenVINO binding this is (a C++ program's `ov::RemoteTensor`), if it
+    /// is one.
+    pub fn external(&self) -> Option<&dyn ExternalTensor> {
+        self.handle.external()
+    }
+
     /// The device the tensor's memory belongs to (`ov_remote_tensor_get_device_name`).
     pub fn device_name(&self) -> Result<String> {
+        if let Some(t) = self.external() {
+            return t.device_name();
+        }
         let mut s: *mut c_char = std::ptr::null_mut();
         // SAFETY: live remote tensor; s is an out-pointer.
         check(unsafe { sys::ov_remote_tensor_get_device_name(self.as_raw(), &mut s) }, || {
@@ -171,14 +182,19 @@ impl RemoteTensor {
     /// The tensor's parameters (`ov_remote_tensor_get_params`): MEM_HANDLE (a VA), MEM_TYPE,
     /// TENSOR_TYPE.
     pub fn params(&self) -> Result<RemoteTensorParams> {
-        let mut n = 0usize;
-        let mut s: *mut c_char = std::ptr::null_mut();
-        // SAFETY: live remote tensor; n and s are out-pointers.
-        check(unsafe { sys::ov_remote_tensor_get_params(self.as_raw(), &mut n, &mut s) }, || {
-            "ov_remote_tensor_get_params".into()
-        })?;
-        // SAFETY: allocated for us by the successful call.
-        let raw = parse_params(&unsafe { take_ov_string(s) }.unwrap_or_default());
+        let raw = match self.external() {
+            Some(t) => t.params()?,
+            None => {
+                let mut n = 0usize;
+                let mut s: *mut c_char = std::ptr::null_mut();
+                // SAFETY: live remote tensor; n and s are out-pointers.
+                check(unsafe { sys::ov_remote_tensor_get_params(self.as_raw(), &mut n, &mut s) }, || {
+                    "ov_remote_tensor_get_params".into()
+                })?;
+                // SAFETY: allocated for us by the successful call.
+                parse_params(&unsafe { take_ov_string(s) }.unwrap_or_default())
+            }
+        };
         Ok(RemoteTensorParams {
             mem_handle: raw.get("MEM_HANDLE").and_then(|v| parse_pointer(v)).unwrap_or(0) as *mut c_void,
             mem_type: raw.get("MEM_TYPE").and_then(|v| MemType::parse(v)),

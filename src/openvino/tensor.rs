@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use openvino_sys as sys;
 
+use super::external::ExternalTensor;
 use super::{check, load, ElementType, KeepAlive, Shape};
 use crate::error::{Aligned, Error, Result};
 use crate::openvino::Element;
@@ -30,7 +31,7 @@ struct UseState {
 /// or [`InferRequest`](super::InferRequest) binding holding it is dropped, and then everything it
 /// keeps alive (wrapped memory, its context, ...), in that order.
 pub struct TensorHandle {
-    ptr: NonNull<sys::ov_tensor_t>,
+    raw: Raw,
     state: Mutex<UseState>,
     /// The device may only read the memory: the NPU driver imported it read-only (a CPU_VA import
     /// made for `TensorType::Input`), so it must never be bound where an inference writes.
@@ -39,11 +40,18 @@ pub struct TensorHandle {
     _keepalive: Vec<KeepAlive>,
 }
 
+/// The tensor itself: an `ov_tensor_t` of the C API, or a tensor of another binding.
+enum Raw {
+    Native(NonNull<sys::ov_tensor_t>),
+    External(Box<dyn ExternalTensor>),
+}
+
 // SAFETY: the handle is an `ov_tensor_t`, a heap object holding a `std::shared_ptr<ov::Tensor>`;
 // it has no thread affinity, so it may be freed on any thread (Send). Through `&TensorHandle` only
 // const queries are made (`get_shape`, `get_element_type`, `get_byte_size`, `data`), which read
 // immutable fields of the tensor and are safe to call concurrently (Sync). Writes to the tensor's
-// memory go through `TensorDataMut`, which `UseState` makes exclusive. `keepalive` is Send + Sync.
+// memory go through `TensorDataMut`, which `UseState` makes exclusive. `keepalive` and an external
+// tensor are Send + Sync by their types.
 unsafe impl Send for TensorHandle {}
 // SAFETY: see the `Send` impl above.
 unsafe impl Sync for TensorHandle {}
@@ -56,12 +64,21 @@ impl TensorHandle {
     /// everything its memory depends on.
     pub(crate) unsafe fn from_raw(ptr: *mut sys::ov_tensor_t, keepalive: Vec<KeepAlive>) -> Result<Arc<Self>> {
         let ptr = NonNull::new(ptr).ok_or_else(|| Error::invalid_argument("OpenVINO returned a null tensor"))?;
-        Ok(Arc::new(TensorHandle {
-            ptr,
+        Ok(Self::new(Raw::Native(ptr), keepalive))
+    }
+
+    /// Takes a tensor of another binding; `keepalive` as in [`from_raw`](Self::from_raw).
+    pub(crate) fn from_external(tensor: Box<dyn ExternalTensor>, keepalive: Vec<KeepAlive>) -> Arc<Self> {
+        Self::new(Raw::External(tensor), keepalive)
+    }
+
+    fn new(raw: Raw, keepalive: Vec<KeepAlive>) -> Arc<Self> {
+        Arc::new(TensorHandle {
+            raw,
             state: Mutex::new(UseState::default()),
             read_only_for_device: AtomicBool::new(false),
             _keepalive: keepalive,
-        }))
+        })
     }
 
     pub(crate) fn mark_read_only_for_device(&self) {
@@ -72,11 +89,39 @@ impl TensorHandle {
         self.read_only_for_device.load(Ordering::Acquire)
     }
 
+    /// The `ov_tensor_t`; null for a tensor of another binding.
     pub(crate) fn as_ptr(&self) -> *mut sys::ov_tensor_t {
-        self.ptr.as_ptr()
+        match &self.raw {
+            Raw::Native(p) => p.as_ptr(),
+            Raw::External(_) => std::ptr::null_mut(),
+        }
+    }
+
+    /// The `ov_tensor_t`, for the C API calls that need one.
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a tensor of another binding.
+    pub(crate) fn native(&self) -> Result<*mut sys::ov_tensor_t> {
+        match &self.raw {
+            Raw::Native(p) => Ok(p.as_ptr()),
+            Raw::External(_) => Err(Error::invalid_argument(
+                "the tensor belongs to another OpenVINO binding (a C++ program's ov::RemoteTensor); bind and use it there",
+            )),
+        }
+    }
+
+    /// The tensor of another binding, if it is one.
+    pub(crate) fn external(&self) -> Option<&dyn ExternalTensor> {
+        match &self.raw {
+            Raw::Native(_) => None,
+            Raw::External(t) => Some(t.as_ref()),
+        }
     }
 
     pub(crate) fn element_type(&self) -> Result<ElementType> {
+        if let Some(t) = self.external() {
+            return t.element_type();
+        }
         let mut e = sys::ov_element_type_e::DYNAMIC;
         // SAFETY: ptr is a live tensor (owned by self); e is a valid out-pointer.
         check(unsafe { sys::ov_tensor_get_element_type(self.as_ptr(), &mut e) }, || {
@@ -86,6 +131,9 @@ impl TensorHandle {
     }
 
     pub(crate) fn shape(&self) -> Result<Shape> {
+        if let Some(t) = self.external() {
+            return t.shape();
+        }
         let mut s = sys::ov_shape_t { rank: 0, dims: std::ptr::null_mut() };
         // SAFETY: ptr is a live tensor; s is a valid out-pointer.
         check(unsafe { sys::ov_tensor_get_shape(self.as_ptr(), &mut s) }, || "ov_tensor_get_shape".into())?;
@@ -94,6 +142,9 @@ impl TensorHandle {
     }
 
     pub(crate) fn byte_size(&self) -> Result<usize> {
+        if let Some(t) = self.external() {
+            return t.byte_size();
+        }
         let mut n = 0usize;
         // SAFETY: ptr is a live tensor; n is a valid out-pointer.
         check(unsafe { sys::ov_tensor_get_byte_size(self.as_ptr(), &mut n) }, || "ov_tensor_get_byte_size".into())?;
@@ -101,9 +152,10 @@ impl TensorHandle {
     }
 
     fn data_ptr(&self) -> Result<*mut c_void> {
+        let raw = self.native()?;
         let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: ptr is a live tensor; p is a valid out-pointer.
-        check(unsafe { sys::ov_tensor_data(self.as_ptr(), &mut p) }, || {
+        // SAFETY: raw is a live tensor; p is a valid out-pointer.
+        check(unsafe { sys::ov_tensor_data(raw, &mut p) }, || {
             "ov_tensor_data (the tensor's host memory; remote tensors have none)".into()
         })?;
         Ok(p)
@@ -231,9 +283,12 @@ impl TensorHandle {
 
 impl Drop for TensorHandle {
     fn drop(&mut self) {
-        // SAFETY: ptr is owned by this handle and freed exactly once, here. ov_tensor_free does not
-        // throw (it deletes a shared_ptr holder).
-        unsafe { sys::ov_tensor_free(self.ptr.as_ptr()) };
+        if let Raw::Native(p) = self.raw {
+            // SAFETY: p is owned by this handle and freed exactly once, here. ov_tensor_free does
+            // not throw (it deletes a shared_ptr holder).
+            unsafe { sys::ov_tensor_free(p.as_ptr()) };
+        }
+        // An external tensor is dropped with `raw`, before the keep-alives (field order).
     }
 }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use cxx::UniquePtr;
-use level_zero_sys::ze_context_handle_t;
+use level_zero_sys::{ze_context_handle_t, ze_device_handle_t};
 
 use super::ffi::bridge;
 use super::{sycl_error, Device, Error, Result};
@@ -173,6 +173,43 @@ impl Context {
         unsafe {
             Self::from_level_zero(context.as_raw(), devices, LevelZeroOwnership::Keep { keep_alive: Some(keep_alive) })
         }
+    }
+
+    /// The program's own `sycl::context` (a C++ program's, through the C++ API): a copy of the
+    /// handle, so SYCL keeps it alive while this `Context` lives; its devices are the context's
+    /// Level Zero devices.
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a null pointer or a context with a
+    /// device that is not a Level Zero device SYCL lists; SYCL errors.
+    ///
+    /// # Safety
+    /// `context` points to a live `sycl::context` for the duration of the call.
+    pub unsafe fn from_sycl(context: *const std::ffi::c_void) -> Result<Arc<Context>> {
+        if context.is_null() {
+            return Err(Error::invalid_argument("Context::from_sycl: the sycl::context pointer is null"));
+        }
+        // SAFETY: `context` points to a live sycl::context (this function's contract); it is copied.
+        let raw = unsafe { bridge::adopt_context(context as usize) }.map_err(sycl_error("copying a sycl::context"))?;
+        let natives = bridge::context_native_devices(&raw).map_err(sycl_error("sycl::context::get_devices"))?;
+        let mut devices = Vec::with_capacity(natives.len());
+        for native in natives {
+            let device = Device::find_by_native(native as ze_device_handle_t)?.ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "Context::from_sycl: the context's device {native:#x} is not a Level Zero device SYCL lists"
+                ))
+            })?;
+            devices.push(device);
+        }
+        let sycl_devices = devices.iter().map(Device::open).collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(Context {
+            raw,
+            sycl_devices,
+            devices,
+            origin: ContextOrigin::Sycl,
+            deferred: Mutex::new(Vec::new()),
+            keep_alive: None,
+        }))
     }
 
     /// `get_native<backend::ext_oneapi_level_zero>(context)`. For a context made with

@@ -34,6 +34,9 @@ pub struct ExportableDeviceMemory {
     context: Arc<Context>,
     /// Set once the program exported it: another owner may then reach the pages.
     exported: AtomicBool,
+    /// Memory the program allocated ([`from_raw`](ExportableDeviceMemory::from_raw)): dropping this
+    /// owner releases it, instead of the free here.
+    owner: Option<crate::openvino::KeepAlive>,
 }
 
 // SAFETY: the value exclusively owns its allocation; the bridge calls it makes (export, free) take the
@@ -64,6 +67,44 @@ impl ExportableDeviceMemory {
             device: device.clone(),
             context: Arc::clone(context),
             exported: AtomicBool::new(false),
+            owner: None,
+        })
+    }
+
+    /// Exportable device memory the program allocated itself (`alloc_exportable_device_mem` on
+    /// `device` in `context`). It is never freed here: `owner` is dropped instead, once nothing
+    /// uses the memory (its `Drop` is the program's release callback).
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a null pointer, a zero length or a
+    /// device that is not one of the context's.
+    ///
+    /// # Safety
+    /// `ptr` is `len` bytes of exportable device memory of `device` in `context`, valid until
+    /// `owner` is dropped, and nothing else writes it while an inference or a SYCL copy of the
+    /// crate uses it.
+    pub unsafe fn from_raw(
+        context: &Arc<Context>,
+        device: &Device,
+        ptr: *mut u8,
+        len: usize,
+        owner: crate::openvino::KeepAlive,
+    ) -> Result<Self> {
+        let ptr = NonNull::new(ptr)
+            .ok_or_else(|| Error::invalid_argument("ExportableDeviceMemory::from_raw: the pointer is null"))?;
+        if len == 0 {
+            return Err(Error::invalid_argument("ExportableDeviceMemory::from_raw: the length is 0"));
+        }
+        let (device_slot, _) = context.sycl_device(device)?;
+        Ok(ExportableDeviceMemory {
+            ptr,
+            len,
+            alignment: 0,
+            device_slot,
+            device: device.clone(),
+            context: Arc::clone(context),
+            exported: AtomicBool::new(false),
+            owner: Some(owner),
         })
     }
 
@@ -113,6 +154,10 @@ sycl_memory!(ExportableDeviceMemory);
 
 impl Drop for ExportableDeviceMemory {
     fn drop(&mut self) {
+        if self.owner.is_some() {
+            // The program's memory: its owner (dropped with this value) releases it.
+            return;
+        }
         let sd = self.context.sycl_device_at(self.device_slot);
         // SAFETY: `ptr` was allocated by `alloc_exportable_device_mem` on this device and context, is
         // freed exactly once (here), and the context is alive (we hold an Arc).

@@ -138,6 +138,11 @@ pub(crate) mod bridge {
         fn make_device_context(device: &SyclDevice) -> Result<UniquePtr<SyclContext>>;
         fn context_native(context: &SyclContext) -> Result<usize>;
         fn context_device_count(context: &SyclContext) -> Result<usize>;
+        /// A copy of the `sycl::context` at `address` (a reference-counted handle).
+        /// Unsafe: `address` must point to a live `sycl::context`.
+        unsafe fn adopt_context(address: usize) -> Result<UniquePtr<SyclContext>>;
+        /// The native `ze_device_handle_t` of each of the context's devices (throws for other backends).
+        fn context_native_devices(context: &SyclContext) -> Result<Vec<usize>>;
         fn make_in_order_queue(context: &SyclContext, device: &SyclDevice) -> Result<UniquePtr<SyclQueue>>;
         fn queue_native(queue: &SyclQueue) -> Result<NativeQueueRecord>;
         fn queue_wait(queue: &SyclQueue) -> Result<()>;

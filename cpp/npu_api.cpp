@@ -1,0 +1,397 @@
+// npu_sycl_bridge: the C++ half of the C++ API (include/npu_sycl_bridge/npu.hpp). It holds the
+// program's OpenVINO objects for the Rust half (crates/cpp-api/src/lib.rs) and wraps the Rust
+// results in move-only classes; every decision is the Rust crate's.
+#include "npu_sycl_bridge/npu.hpp"
+
+#include "npu_sycl_bridge/detail/openvino_binding.hpp"
+#include "npu-sycl-bridge-cpp/src/lib.rs.h"
+
+#include <sycl/ext/oneapi/backend/level_zero.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace npu_sycl_bridge {
+
+// ---- the objects the Rust half reaches --------------------------------------------------------
+
+namespace detail {
+
+Releaser::~Releaser() {
+  if (!release) return;
+  try {
+    release();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "npu_sycl_bridge: a release callback threw (ignored): %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "npu_sycl_bridge: a release callback threw (ignored)\n");
+  }
+}
+
+namespace {
+rust::Vec<Param> to_params(const ov::AnyMap& map) {
+  rust::Vec<Param> out;
+  for (const auto& [key, value] : map) out.push_back(Param{rust::String(key), rust::String(value.as<std::string>())});
+  return out;
+}
+}  // namespace
+
+rust::String context_device_name(const OvContext& context) { return context.context.get_device_name(); }
+
+rust::Vec<Param> context_params(const OvContext& context) { return to_params(context.context.get_params()); }
+
+std::unique_ptr<OvTensor> context_create_tensor(const OvContext& context, rust::Str element_type,
+                                                rust::Slice<const std::size_t> shape, rust::Str mem_type,
+                                                std::size_t mem_handle, bool has_mem_handle, rust::Str tensor_type) {
+  // The values as the C API passes them: MEM_HANDLE as a pointer value, the others as strings.
+  ov::AnyMap properties{{"MEM_TYPE", std::string(mem_type)}};
+  if (has_mem_handle) properties.emplace("MEM_HANDLE", reinterpret_cast<void*>(mem_handle));
+  if (!tensor_type.empty()) properties.emplace("TENSOR_TYPE", std::string(tensor_type));
+  ov::Shape dims(shape.begin(), shape.end());
+  ov::RemoteContext handle = context.context;  // create_tensor is not const; a copy shares the context
+  auto t = handle.create_tensor(ov::element::Type(std::string(element_type)), dims, properties);
+  return std::make_unique<OvTensor>(OvTensor{std::move(t)});
+}
+
+rust::String tensor_element_type(const OvTensor& tensor) { return tensor.tensor.get_element_type().get_type_name(); }
+
+rust::Vec<std::size_t> tensor_shape(const OvTensor& tensor) {
+  rust::Vec<std::size_t> out;
+  for (auto d : tensor.tensor.get_shape()) out.push_back(d);
+  return out;
+}
+
+std::size_t tensor_byte_size(const OvTensor& tensor) { return tensor.tensor.get_byte_size(); }
+
+rust::String tensor_device_name(const OvTensor& tensor) { return tensor.tensor.get_device_name(); }
+
+rust::Vec<Param> tensor_params(const OvTensor& tensor) { return to_params(tensor.tensor.get_params()); }
+
+// ---- what the public classes hold -------------------------------------------------------------
+
+struct NpuImpl {
+  rust::Box<NpuState> state;
+};
+
+struct StrategyImpl {
+  rust::Box<StrategyState> state;
+};
+
+struct Binding {
+  ov::InferRequest request;
+  ov::Output<const ov::Node> port;
+};
+
+struct TensorImpl {
+  rust::Box<TensorState> state;
+  std::vector<Binding> bindings;
+
+  TensorImpl(rust::Box<TensorState> s) : state(std::move(s)) {}
+  ~TensorImpl() {
+    // Detach before the Rust side lets go of the memory: a request keeps its tensors until rebound.
+    for (auto& b : bindings) {
+      try {
+        b.request.wait();
+        b.request.set_tensor(b.port, ov::Tensor(b.port.get_element_type(), b.port.get_shape()));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "npu_sycl_bridge: detaching a shared tensor from a request failed: %s\n", e.what());
+      }
+    }
+  }
+};
+
+struct PoolImpl {
+  rust::Box<PoolState> state;
+};
+
+}  // namespace detail
+
+// ---- errors -----------------------------------------------------------------------------------
+
+Error::Error(ErrorKind kind, SharingPath path, const std::string& message, std::string explanation)
+    : std::runtime_error(message), kind_(kind), path_(path), explanation_(std::move(explanation)) {}
+
+namespace {
+
+// The Rust half's error text: kind ␟ path ␟ message ␟ explanation (crates/cpp-api/src/lib.rs CppError).
+[[noreturn]] void rethrow(const rust::Error& e) {
+  const std::string text = e.what();
+  std::string fields[4];
+  std::size_t field = 0;
+  for (char c : text) {
+    if (c == '\x1f' && field < 3) {
+      ++field;
+    } else {
+      fields[field] += c;
+    }
+  }
+  if (field != 3) throw Error(ErrorKind::internal, SharingPath::none, text, "");
+  const auto kind = static_cast<ErrorKind>(std::stoi(fields[0]));
+  const auto path = static_cast<SharingPath>(std::stoi(fields[1]));
+  throw Error(kind, path, fields[2], fields[3]);
+}
+
+// Runs `f`, turning whatever it throws into npu_sycl_bridge::Error.
+template <typename F>
+auto call(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const rust::Error& e) {
+    rethrow(e);
+  } catch (const Error&) {
+    throw;
+  } catch (const ov::Exception& e) {
+    throw Error(ErrorKind::openvino, SharingPath::none, std::string(what) + ": " + e.what(), "");
+  } catch (const sycl::exception& e) {
+    throw Error(ErrorKind::sycl, SharingPath::none, std::string(what) + ": " + e.what(), "");
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::internal, SharingPath::none, std::string(what) + ": " + e.what(), "");
+  }
+}
+
+rust::Slice<const std::size_t> dims(const ov::Shape& shape) { return {shape.data(), shape.size()}; }
+
+std::string type_name(const ov::element::Type& type) { return type.get_type_name(); }
+
+detail::ProgramBuffer program_buffer(ProgramMemory memory) {
+  return detail::ProgramBuffer{reinterpret_cast<std::size_t>(memory.data), memory.bytes,
+                               std::make_unique<detail::Releaser>(std::move(memory.release))};
+}
+
+ov::Shape static_shape(const ov::Output<const ov::Node>& port) {
+  if (port.get_partial_shape().is_dynamic()) {
+    throw Error(ErrorKind::shape, SharingPath::none,
+                "the port's shape " + port.get_partial_shape().to_string() + " is dynamic",
+                "shared memory needs a static shape: reshape the model, or pass the element type and shape");
+  }
+  return port.get_shape();
+}
+
+}  // namespace
+
+const char* to_string(ErrorKind kind) noexcept {
+  switch (kind) {
+    case ErrorKind::openvino: return "openvino";
+    case ErrorKind::level_zero: return "level_zero";
+    case ErrorKind::alignment: return "alignment";
+    case ErrorKind::size: return "size";
+    case ErrorKind::shape: return "shape";
+    case ErrorKind::element_type: return "element_type";
+    case ErrorKind::unsupported: return "unsupported";
+    case ErrorKind::sycl: return "sycl";
+    case ErrorKind::library: return "library";
+    case ErrorKind::invalid_argument: return "invalid_argument";
+    case ErrorKind::io: return "io";
+    case ErrorKind::exhausted: return "exhausted";
+    case ErrorKind::internal: return "internal";
+  }
+  return "unknown";
+}
+
+const char* to_string(SharingPath path) noexcept {
+  switch (path) {
+    case SharingPath::none: return "none";
+    case SharingPath::card_path: return "card path";
+    case SharingPath::dma_buf: return "dma-buf";
+    case SharingPath::cpu_va: return "CPU_VA";
+    case SharingPath::shared_system: return "shared system memory";
+    case SharingPath::npu_to_sycl: return "NPU→SYCL copy";
+    case SharingPath::npu_to_sycl_zero_copy: return "NPU→SYCL zero-copy";
+    case SharingPath::host_view: return "host view";
+    case SharingPath::automatic: return "auto";
+    case SharingPath::npu: return "NPU";
+    case SharingPath::sycl: return "SYCL";
+    case SharingPath::device_copy: return "device copy";
+  }
+  return "unknown";
+}
+
+const char* to_string(StrategyKind kind) noexcept {
+  switch (kind) {
+    case StrategyKind::card_path: return "card path";
+    case StrategyKind::dma_buf: return "dma-buf";
+    case StrategyKind::cpu_va: return "CPU_VA";
+    case StrategyKind::shared_system: return "shared system memory";
+    case StrategyKind::npu_export: return "NPU export";
+    case StrategyKind::npu_to_sycl: return "NPU→SYCL copy";
+  }
+  return "unknown";
+}
+
+// ---- Npu --------------------------------------------------------------------------------------
+
+Npu::Npu(const ov::CompiledModel& compiled, const sycl::queue& queue) {
+  impl_ = call("npu_sycl_bridge::Npu", [&] {
+    ov::RemoteContext context;
+    try {
+      context = compiled.get_context();
+    } catch (const ov::Exception& e) {
+      throw Error(ErrorKind::unsupported, SharingPath::npu,
+                  "the compiled model has no remote context, so it was not compiled for the NPU",
+                  std::string("compile it for \"NPU\" (OpenVINO said: ") + e.what() + ")");
+    }
+    auto ov = std::make_unique<detail::OvContext>(detail::OvContext{compiled, context});
+    const sycl::context sycl_context = queue.get_context();
+    const sycl::device device = queue.get_device();
+    if (device.get_backend() != sycl::backend::ext_oneapi_level_zero) {
+      throw Error(ErrorKind::unsupported, SharingPath::sycl, "the queue's device is not a Level Zero device",
+                  "every strategy shares memory of the iGPU's Level Zero driver: make the queue on the Level Zero GPU "
+                  "(ONEAPI_DEVICE_SELECTOR=level_zero:gpu)");
+    }
+    const auto ze_device = reinterpret_cast<std::size_t>(
+        sycl::get_native<sycl::backend::ext_oneapi_level_zero>(device));
+    return std::make_unique<detail::NpuImpl>(detail::NpuImpl{
+        detail::npu_open(std::move(ov), reinterpret_cast<std::size_t>(&sycl_context), ze_device)});
+  });
+}
+
+Npu::Npu(Npu&&) noexcept = default;
+Npu& Npu::operator=(Npu&&) noexcept = default;
+Npu::~Npu() = default;
+
+std::string Npu::describe() const { return std::string(detail::npu_describe(*impl_->state)); }
+
+SharedTensor Npu::import_host(ProgramMemory memory, const ov::element::Type& type, const ov::Shape& shape,
+                              TensorType tensor_type) const {
+  return call("npu_sycl_bridge::Npu::import_host", [&] {
+    auto state = detail::npu_import_host(*impl_->state, program_buffer(std::move(memory)), type_name(type),
+                                         dims(shape), static_cast<std::uint8_t>(tensor_type));
+    return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
+  });
+}
+
+SharedTensor Npu::import_sycl(ProgramMemory memory, const ov::element::Type& type, const ov::Shape& shape,
+                              TensorType tensor_type) const {
+  return call("npu_sycl_bridge::Npu::import_sycl", [&] {
+    auto state = detail::npu_import_sycl(*impl_->state, program_buffer(std::move(memory)), type_name(type),
+                                         dims(shape), static_cast<std::uint8_t>(tensor_type));
+    return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
+  });
+}
+
+SharedTensor Npu::import_dma_buf(int fd, const ov::element::Type& type, const ov::Shape& shape,
+                                 TensorType tensor_type) const {
+  return call("npu_sycl_bridge::Npu::import_dma_buf", [&] {
+    auto state = detail::npu_import_dma_buf(*impl_->state, fd, type_name(type), dims(shape),
+                                            static_cast<std::uint8_t>(tensor_type));
+    return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
+  });
+}
+
+// ---- Strategy ---------------------------------------------------------------------------------
+
+Strategy Strategy::automatic(const Npu& npu) {
+  Strategy s;
+  s.impl_ = call("npu_sycl_bridge::Strategy::automatic", [&] {
+    return std::make_unique<detail::StrategyImpl>(detail::StrategyImpl{detail::strategy_auto(*npu.impl_->state)});
+  });
+  return s;
+}
+
+Strategy::Strategy(const Npu& npu, StrategyKind kind) {
+  impl_ = call("npu_sycl_bridge::Strategy", [&] {
+    return std::make_unique<detail::StrategyImpl>(
+        detail::StrategyImpl{detail::strategy_new(*npu.impl_->state, static_cast<std::uint8_t>(kind))});
+  });
+}
+
+Strategy::Strategy(Strategy&&) noexcept = default;
+Strategy& Strategy::operator=(Strategy&&) noexcept = default;
+Strategy::~Strategy() = default;
+
+StrategyKind Strategy::kind() const { return static_cast<StrategyKind>(detail::strategy_kind(*impl_->state)); }
+bool Strategy::zero_copy() const { return detail::strategy_zero_copy(*impl_->state); }
+std::string Strategy::decision() const { return std::string(detail::strategy_decision(*impl_->state)); }
+
+SharedTensor Strategy::tensor(const ov::element::Type& type, const ov::Shape& shape, TensorType tensor_type) const {
+  return call("npu_sycl_bridge::Strategy::tensor", [&] {
+    auto state = detail::strategy_tensor(*impl_->state, type_name(type), dims(shape),
+                                         static_cast<std::uint8_t>(tensor_type));
+    return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
+  });
+}
+
+SharedTensor Strategy::tensor(const ov::Output<const ov::Node>& port, TensorType tensor_type) const {
+  return tensor(port.get_element_type(), static_shape(port), tensor_type);
+}
+
+// ---- SharedTensor -----------------------------------------------------------------------------
+
+SharedTensor::SharedTensor(std::unique_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+SharedTensor::SharedTensor(SharedTensor&&) noexcept = default;
+SharedTensor& SharedTensor::operator=(SharedTensor&&) noexcept = default;
+SharedTensor::~SharedTensor() = default;
+
+const ov::RemoteTensor& SharedTensor::tensor() const { return detail::tensor_remote(*impl_->state).tensor; }
+
+void SharedTensor::bind(ov::InferRequest& request, const ov::Output<const ov::Node>& port) {
+  call("npu_sycl_bridge::SharedTensor::bind", [&] {
+    request.set_tensor(port, tensor());
+    impl_->bindings.push_back(detail::Binding{request, port});
+  });
+}
+
+void* SharedTensor::data() const { return reinterpret_cast<void*>(detail::tensor_data(*impl_->state)); }
+std::size_t SharedTensor::byte_size() const { return detail::tensor_byte_size_of(*impl_->state); }
+bool SharedTensor::has_strategy() const { return detail::tensor_kind(*impl_->state) != 255; }
+
+StrategyKind SharedTensor::kind() const {
+  const auto k = detail::tensor_kind(*impl_->state);
+  if (k == 255) {
+    throw Error(ErrorKind::invalid_argument, SharingPath::none,
+                "this tensor is imported memory without a SYCL side (host memory or a dma-buf fd)", "");
+  }
+  return static_cast<StrategyKind>(k);
+}
+
+bool SharedTensor::zero_copy() const { return detail::tensor_zero_copy(*impl_->state); }
+bool SharedTensor::read_only_for_npu() const { return detail::tensor_read_only(*impl_->state); }
+
+void SharedTensor::write(const void* src, std::size_t bytes, std::size_t offset) {
+  call("npu_sycl_bridge::SharedTensor::write", [&] {
+    detail::tensor_write(*impl_->state, offset,
+                         rust::Slice<const std::uint8_t>(static_cast<const std::uint8_t*>(src), bytes));
+  });
+}
+
+void SharedTensor::read(void* dst, std::size_t bytes, std::size_t offset) const {
+  call("npu_sycl_bridge::SharedTensor::read", [&] {
+    detail::tensor_read(*impl_->state, offset, rust::Slice<std::uint8_t>(static_cast<std::uint8_t*>(dst), bytes));
+  });
+}
+
+// ---- Pool -------------------------------------------------------------------------------------
+
+Pool::Pool(const Npu& npu, std::vector<ProgramMemory> sycl_buffers) {
+  impl_ = call("npu_sycl_bridge::Pool", [&] {
+    rust::Vec<detail::ProgramBuffer> buffers;
+    for (auto& m : sycl_buffers) buffers.push_back(program_buffer(std::move(m)));
+    return std::make_unique<detail::PoolImpl>(detail::PoolImpl{detail::pool_from_sycl(*npu.impl_->state, std::move(buffers))});
+  });
+}
+
+Pool::Pool(Pool&&) noexcept = default;
+Pool& Pool::operator=(Pool&&) noexcept = default;
+Pool::~Pool() = default;
+
+SharedTensor Pool::tensor(const ov::element::Type& type, const ov::Shape& shape) {
+  return call("npu_sycl_bridge::Pool::tensor", [&] {
+    auto state = detail::pool_tensor(*impl_->state, type_name(type), dims(shape));
+    return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
+  });
+}
+
+SharedTensor Pool::tensor(const ov::Output<const ov::Node>& port) {
+  return tensor(port.get_element_type(), static_shape(port));
+}
+
+PoolStats Pool::stats() const {
+  const auto s = detail::pool_stats(*impl_->state);
+  return PoolStats{s[0], s[1], s[2], s[3], s[4], s[5], s[6]};
+}
+
+std::size_t Pool::trim() { return detail::pool_trim(*impl_->state); }
+
+}  // namespace npu_sycl_bridge

@@ -1,0 +1,628 @@
+//! The Rust half of the C++ API (`include/npu_sycl_bridge/npu.hpp`).
+//!
+//! The logic a C++ program gets (the strategies and `Auto`, the import checks, the pool, who owns
+//! what and when it is released) is the main crate's, called here; nothing of it is written again
+//! in C++. The C++ half (`cpp/npu_api.cpp`) holds the program's OpenVINO objects and does only
+//! what needs them: it creates `ov::RemoteTensor`s when the crate asks
+//! ([`npu_sycl_bridge::openvino::ExternalContext`]), and wraps each Rust result in a move-only
+//! C++ class.
+//!
+//! Both directions go through the one cxx bridge below. Errors cross as [`CppError`], whose text
+//! the C++ half turns back into `npu_sycl_bridge::Error` with the same kind and path; a panic is
+//! caught at the bridge and crosses as an `internal` error.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use cxx::UniquePtr;
+use npu_sycl_bridge::memory::RawMemory;
+use npu_sycl_bridge::npu::NpuContext;
+use npu_sycl_bridge::openvino::{
+    ElementType, ExternalContext, ExternalTensor, KeepAlive, RemoteContext, RemoteTensor, Shape,
+    TensorProperties, TensorType,
+};
+use npu_sycl_bridge::pool::NpuPool;
+use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
+use npu_sycl_bridge::sycl::{self, ExportableDeviceMemory, Queue};
+use npu_sycl_bridge::{Error, ErrorKind, Path};
+
+#[cxx::bridge(namespace = "npu_sycl_bridge::detail")]
+mod ffi {
+    /// One parameter of a remote context or tensor, as OpenVINO prints it.
+    struct Param {
+        key: String,
+        value: String,
+    }
+
+    /// Memory the program owns: its address, size and release callback.
+    struct ProgramBuffer {
+        data: usize,
+        bytes: usize,
+        release: UniquePtr<Releaser>,
+    }
+
+    unsafe extern "C++" {
+        include!("npu_sycl_bridge/detail/openvino_binding.hpp");
+
+        /// The program's `ov::RemoteContext` of the NPU (and the compiled model it came from).
+        type OvContext;
+        /// One `ov::RemoteTensor`.
+        type OvTensor;
+        /// The program's release callback of memory it handed over; its destructor calls it.
+        type Releaser;
+
+        fn context_device_name(context: &OvContext) -> Result<String>;
+        fn context_params(context: &OvContext) -> Result<Vec<Param>>;
+        /// `create_tensor(element_type, shape, {MEM_TYPE, MEM_HANDLE, TENSOR_TYPE})`; empty strings
+        /// and `has_mem_handle == false` leave a property out.
+        /// Unsafe: `mem_handle` is a raw address or fd the plugin will use.
+        unsafe fn context_create_tensor(
+            context: &OvContext,
+            element_type: &str,
+            shape: &[usize],
+            mem_type: &str,
+            mem_handle: usize,
+            has_mem_handle: bool,
+            tensor_type: &str,
+        ) -> Result<UniquePtr<OvTensor>>;
+        fn tensor_element_type(tensor: &OvTensor) -> Result<String>;
+        fn tensor_shape(tensor: &OvTensor) -> Result<Vec<usize>>;
+        fn tensor_byte_size(tensor: &OvTensor) -> Result<usize>;
+        fn tensor_device_name(tensor: &OvTensor) -> Result<String>;
+        fn tensor_params(tensor: &OvTensor) -> Result<Vec<Param>>;
+    }
+
+    extern "Rust" {
+        type NpuState;
+        type StrategyState;
+        type TensorState;
+        type PoolState;
+
+        /// Unsafe: `sycl_context` is the address of a live `sycl::context`, `sycl_device` a
+        /// `ze_device_handle_t` of one of its devices.
+        unsafe fn npu_open(context: UniquePtr<OvContext>, sycl_context: usize, sycl_device: usize)
+            -> Result<Box<NpuState>>;
+        fn npu_describe(npu: &NpuState) -> String;
+
+        fn strategy_auto(npu: &NpuState) -> Result<Box<StrategyState>>;
+        fn strategy_new(npu: &NpuState, kind: u8) -> Result<Box<StrategyState>>;
+        fn strategy_kind(strategy: &StrategyState) -> u8;
+        fn strategy_zero_copy(strategy: &StrategyState) -> bool;
+        fn strategy_decision(strategy: &StrategyState) -> String;
+        fn strategy_tensor(
+            strategy: &StrategyState,
+            element_type: &str,
+            shape: &[usize],
+            tensor_type: u8,
+        ) -> Result<Box<TensorState>>;
+
+        /// Unsafe: `buffer` is memory the program owns, valid until its release callback runs.
+        unsafe fn npu_import_host(
+            npu: &NpuState,
+            buffer: ProgramBuffer,
+            element_type: &str,
+            shape: &[usize],
+            tensor_type: u8,
+        ) -> Result<Box<TensorState>>;
+        /// Unsafe: as `npu_import_host`, for exportable device memory of the program's SYCL context.
+        unsafe fn npu_import_sycl(
+            npu: &NpuState,
+            buffer: ProgramBuffer,
+            element_type: &str,
+            shape: &[usize],
+            tensor_type: u8,
+        ) -> Result<Box<TensorState>>;
+        /// Unsafe: `fd` is an open fd the call takes (closed once, on error too).
+        unsafe fn npu_import_dma_buf(
+            npu: &NpuState,
+            fd: i32,
+            element_type: &str,
+            shape: &[usize],
+            tensor_type: u8,
+        ) -> Result<Box<TensorState>>;
+
+        fn tensor_remote(tensor: &TensorState) -> &OvTensor;
+        fn tensor_data(tensor: &TensorState) -> usize;
+        fn tensor_byte_size_of(tensor: &TensorState) -> usize;
+        /// The strategy kind, or 255 for imported memory without a SYCL side.
+        fn tensor_kind(tensor: &TensorState) -> u8;
+        fn tensor_zero_copy(tensor: &TensorState) -> bool;
+        fn tensor_read_only(tensor: &TensorState) -> bool;
+        fn tensor_write(tensor: &mut TensorState, offset: usize, data: &[u8]) -> Result<()>;
+        fn tensor_read(tensor: &TensorState, offset: usize, out: &mut [u8]) -> Result<()>;
+
+        /// Unsafe: every buffer is exportable device memory of the program's SYCL context, valid
+        /// until its release callback runs.
+        unsafe fn pool_from_sycl(npu: &NpuState, buffers: Vec<ProgramBuffer>) -> Result<Box<PoolState>>;
+        fn pool_tensor(pool: &PoolState, element_type: &str, shape: &[usize]) -> Result<Box<TensorState>>;
+        fn pool_stats(pool: &PoolState) -> Vec<usize>;
+        fn pool_trim(pool: &PoolState) -> usize;
+    }
+}
+
+// ---- errors ----------------------------------------------------------------------------------
+
+/// An error crossing into C++. Its text is `kind ␟ path ␟ message ␟ explanation` (U+001F between
+/// the fields), which `cpp/npu_api.cpp` parses back into `npu_sycl_bridge::Error`; the numbers are
+/// the C++ `ErrorKind` and `SharingPath` values.
+#[derive(Debug)]
+pub struct CppError {
+    kind: u8,
+    path: u8,
+    message: String,
+    explanation: String,
+}
+
+impl fmt::Display for CppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}\u{1f}{}\u{1f}{}\u{1f}{}", self.kind, self.path, self.message, self.explanation)
+    }
+}
+
+/// `ErrorKind::internal`: a panic caught at the bridge.
+const INTERNAL: u8 = 12;
+
+fn path_code(path: Path) -> u8 {
+    match path {
+        Path::CardPath => 1,
+        Path::DmaBuf => 2,
+        Path::CpuVa => 3,
+        Path::SharedSystem => 4,
+        Path::NpuToSycl => 5,
+        Path::NpuToSyclZeroCopy => 6,
+        Path::HostView => 7,
+        Path::Auto => 8,
+        Path::Npu => 9,
+        Path::Sycl => 10,
+        Path::DeviceCopy => 11,
+        _ => 0,
+    }
+}
+
+impl From<Error> for CppError {
+    fn from(e: Error) -> Self {
+        let (kind, path) = match e.kind() {
+            ErrorKind::OpenVino { .. } => (0, 0),
+            ErrorKind::LevelZero { .. } => (1, 0),
+            ErrorKind::Alignment { .. } => (2, 0),
+            ErrorKind::Size { .. } => (3, 0),
+            ErrorKind::Shape => (4, 0),
+            ErrorKind::ElementType => (5, 0),
+            ErrorKind::Unsupported { path } => (6, path_code(*path)),
+            ErrorKind::Sycl => (7, 0),
+            ErrorKind::Library => (8, 0),
+            ErrorKind::InvalidArgument => (9, 0),
+            ErrorKind::Io => (10, 0),
+            ErrorKind::Exhausted => (11, 0),
+            _ => (INTERNAL, 0),
+        };
+        CppError { kind, path, message: e.to_string(), explanation: e.explanation().unwrap_or_default().to_string() }
+    }
+}
+
+type CppResult<T> = Result<T, CppError>;
+
+/// Runs `f`, turning the crate's errors and any panic into a [`CppError`]: nothing unwinds into C++.
+fn guard<T>(what: &str, f: impl FnOnce() -> npu_sycl_bridge::Result<T>) -> CppResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(CppError::from),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(CppError {
+                kind: INTERNAL,
+                path: 0,
+                message: format!("{what}: internal error (a panic in the bridge): {why}"),
+                explanation: String::new(),
+            })
+        }
+    }
+}
+
+/// The C++ side's exception text as an error of the crate (OpenVINO threw).
+fn openvino_error(what: &str, e: cxx::Exception) -> Error {
+    Error::new(ErrorKind::OpenVino { status: -1 }, format!("{what}: {}", e.what()))
+}
+
+// ---- the program's OpenVINO objects, seen by the crate -----------------------------------------
+
+struct CppContext(UniquePtr<ffi::OvContext>);
+
+// SAFETY: the C++ object holds `ov::RemoteContext` and `ov::CompiledModel` handles
+// (shared_ptr-based, no thread affinity); the calls made through it (`get_device_name`,
+// `get_params`, `create_tensor`) are const, and OpenVINO shares a plugin's context between
+// concurrently running requests, so concurrent calls are expected of it.
+unsafe impl Send for CppContext {}
+// SAFETY: see `Send`.
+unsafe impl Sync for CppContext {}
+
+fn params(list: Vec<ffi::Param>) -> BTreeMap<String, String> {
+    list.into_iter().map(|p| (p.key, p.value)).collect()
+}
+
+impl ExternalContext for CppContext {
+    fn device_name(&self) -> npu_sycl_bridge::Result<String> {
+        ffi::context_device_name(&self.0).map_err(|e| openvino_error("ov::RemoteContext::get_device_name", e))
+    }
+
+    fn params(&self) -> npu_sycl_bridge::Result<BTreeMap<String, String>> {
+        ffi::context_params(&self.0).map(params).map_err(|e| openvino_error("ov::RemoteContext::get_params", e))
+    }
+
+    unsafe fn create_tensor(
+        &self,
+        element_type: ElementType,
+        shape: &Shape,
+        properties: &TensorProperties,
+    ) -> npu_sycl_bridge::Result<Box<dyn ExternalTensor>> {
+        // SAFETY: the memory behind MEM_HANDLE is valid as `ExternalContext::create_tensor` requires
+        // of our caller.
+        let t = unsafe {
+            ffi::context_create_tensor(
+                &self.0,
+                element_type.name(),
+                shape.dims(),
+                properties.mem_type.as_str(),
+                properties.mem_handle.map_or(0, |h| h as usize),
+                properties.mem_handle.is_some(),
+                properties.tensor_type.map_or("", |t| t.as_str()),
+            )
+        }
+        .map_err(|e| {
+            openvino_error(
+                &format!("ov::RemoteContext::create_tensor({element_type}, {shape}, {})", properties.mem_type.as_str()),
+                e,
+            )
+        })?;
+        Ok(Box::new(CppTensor(t)))
+    }
+}
+
+struct CppTensor(UniquePtr<ffi::OvTensor>);
+
+// SAFETY: an `ov::RemoteTensor` handle (shared_ptr-based, no thread affinity); only const queries
+// are made through it.
+unsafe impl Send for CppTensor {}
+// SAFETY: see `Send`.
+unsafe impl Sync for CppTensor {}
+
+impl ExternalTensor for CppTensor {
+    fn element_type(&self) -> npu_sycl_bridge::Result<ElementType> {
+        let name = ffi::tensor_element_type(&self.0).map_err(|e| openvino_error("get_element_type", e))?;
+        ElementType::from_name(&name)
+            .ok_or_else(|| Error::element_type(format!("OpenVINO element type {name:?} is unknown to the crate")))
+    }
+
+    fn shape(&self) -> npu_sycl_bridge::Result<Shape> {
+        ffi::tensor_shape(&self.0).map(Shape::from).map_err(|e| openvino_error("get_shape", e))
+    }
+
+    fn byte_size(&self) -> npu_sycl_bridge::Result<usize> {
+        ffi::tensor_byte_size(&self.0).map_err(|e| openvino_error("get_byte_size", e))
+    }
+
+    fn device_name(&self) -> npu_sycl_bridge::Result<String> {
+        ffi::tensor_device_name(&self.0).map_err(|e| openvino_error("ov::RemoteTensor::get_device_name", e))
+    }
+
+    fn params(&self) -> npu_sycl_bridge::Result<BTreeMap<String, String>> {
+        ffi::tensor_params(&self.0).map(params).map_err(|e| openvino_error("ov::RemoteTensor::get_params", e))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The program's release callback as a keep-alive: dropped (and so called) once, after the NPU,
+/// every tensor over the memory and every request let go of it.
+struct Release {
+    // Held, never read: dropping it calls the program's callback.
+    _callback: UniquePtr<ffi::Releaser>,
+}
+
+// SAFETY: the C++ API documents that a release callback may run on any thread; nothing else
+// reaches the object.
+unsafe impl Send for Release {}
+// SAFETY: `&Release` gives no access to the callback.
+unsafe impl Sync for Release {}
+
+// ---- what C++ holds ---------------------------------------------------------------------------
+
+/// The NPU context of the program's compiled model, with the program's SYCL context and device.
+pub struct NpuState {
+    npu: NpuContext,
+    context: Arc<sycl::Context>,
+    device: sycl::Device,
+    /// The in-order queue the crate's SYCL copies of imported memory run on.
+    queue: Arc<Queue>,
+}
+
+/// A strategy (and, for `Auto`, the decision report).
+pub struct StrategyState {
+    strategy: Strategy,
+    decision: String,
+}
+
+/// A tensor handed to C++: SYCL memory shared with the NPU, or imported memory without a SYCL side.
+pub enum TensorState {
+    Shared(SharedTensor),
+    Imported { tensor: RemoteTensor, data: usize },
+}
+
+/// A pool of the program's exportable SYCL memory.
+pub struct PoolState {
+    pool: NpuPool<ExportableDeviceMemory>,
+    queue: Arc<Queue>,
+}
+
+fn element(name: &str) -> npu_sycl_bridge::Result<ElementType> {
+    ElementType::from_name(name).ok_or_else(|| Error::element_type(format!("unknown element type {name:?}")))
+}
+
+fn tensor_type(code: u8) -> npu_sycl_bridge::Result<TensorType> {
+    match code {
+        0 => Ok(TensorType::Input),
+        1 => Ok(TensorType::Output),
+        2 => Ok(TensorType::Binded),
+        _ => Err(Error::invalid_argument(format!("tensor type {code} is not input (0), output (1) or binded (2)"))),
+    }
+}
+
+fn strategy_kind_from(code: u8) -> npu_sycl_bridge::Result<StrategyKind> {
+    StrategyKind::ALL
+        .into_iter()
+        .find(|k| kind_code(*k) == code)
+        .ok_or_else(|| Error::invalid_argument(format!("strategy kind {code} is not one of the C++ StrategyKind values")))
+}
+
+fn kind_code(kind: StrategyKind) -> u8 {
+    match kind {
+        StrategyKind::CardPath => 0,
+        StrategyKind::DmaBuf => 1,
+        StrategyKind::CpuVa => 2,
+        StrategyKind::SharedSystem => 3,
+        StrategyKind::NpuExport => 4,
+        StrategyKind::NpuToSycl => 5,
+    }
+}
+
+unsafe fn npu_open(
+    context: UniquePtr<ffi::OvContext>,
+    sycl_context: usize,
+    sycl_device: usize,
+) -> CppResult<Box<NpuState>> {
+    guard("npu_sycl_bridge::Npu", || {
+        let npu = NpuContext::from_remote_context(RemoteContext::external(Box::new(CppContext(context))))?;
+        // SAFETY: the C++ API passes the address of the queue's live sycl::context.
+        let context = unsafe { sycl::Context::from_sycl(sycl_context as *const std::ffi::c_void) }?;
+        let device = context
+            .devices()
+            .iter()
+            .find(|d| d.native_device().map(|h| h as usize) == Some(sycl_device))
+            .cloned()
+            .ok_or_else(|| {
+                Error::unsupported(Path::Sycl, "the queue's device is not a Level Zero device of its context").explain(
+                    "every strategy shares memory of the iGPU's Level Zero driver: make the queue on the Level Zero \
+                     GPU (ONEAPI_DEVICE_SELECTOR=level_zero:gpu; npu-sycl-doctor shows what is found)",
+                )
+            })?;
+        let queue = Arc::new(Queue::new(&context, &device)?);
+        Ok(Box::new(NpuState { npu, context, device, queue }))
+    })
+}
+
+fn npu_describe(npu: &NpuState) -> String {
+    let c = npu.npu.capabilities();
+    format!(
+        "NPU {} (device id {:#06x}{}), driver {:#x}: dma-buf import {}, system memory import {}; SYCL device {}",
+        c.device_name,
+        c.device_id,
+        c.generation.map(|g| format!(", {g}")).unwrap_or_default(),
+        c.driver_version,
+        if c.fd_import { "yes" } else { "no" },
+        if c.sysmem_import { "yes" } else { "no" },
+        npu.device.name
+    )
+}
+
+fn strategy_auto(npu: &NpuState) -> CppResult<Box<StrategyState>> {
+    guard("npu_sycl_bridge::Strategy::automatic", || {
+        let (strategy, decision) = Auto::select(&npu.npu, &npu.context, &npu.device)?.into_parts();
+        Ok(Box::new(StrategyState { strategy, decision: decision.to_string() }))
+    })
+}
+
+fn strategy_new(npu: &NpuState, kind: u8) -> CppResult<Box<StrategyState>> {
+    guard("npu_sycl_bridge::Strategy", || {
+        let strategy = Strategy::new(strategy_kind_from(kind)?, &npu.npu, &npu.context, &npu.device)?;
+        Ok(Box::new(StrategyState { strategy, decision: String::new() }))
+    })
+}
+
+fn strategy_kind(strategy: &StrategyState) -> u8 {
+    kind_code(strategy.strategy.kind())
+}
+
+fn strategy_zero_copy(strategy: &StrategyState) -> bool {
+    strategy.strategy.is_zero_copy()
+}
+
+fn strategy_decision(strategy: &StrategyState) -> String {
+    strategy.decision.clone()
+}
+
+fn strategy_tensor(
+    strategy: &StrategyState,
+    element_type: &str,
+    shape: &[usize],
+    tensor_type_code: u8,
+) -> CppResult<Box<TensorState>> {
+    guard("npu_sycl_bridge::Strategy::tensor", || {
+        let t = strategy.strategy.tensor(element(element_type)?, shape, tensor_type(tensor_type_code)?)?;
+        Ok(Box::new(TensorState::Shared(t)))
+    })
+}
+
+unsafe fn npu_import_host(
+    npu: &NpuState,
+    buffer: ffi::ProgramBuffer,
+    element_type: &str,
+    shape: &[usize],
+    tensor_type_code: u8,
+) -> CppResult<Box<TensorState>> {
+    guard("npu_sycl_bridge::Npu::import", || {
+        let (data, bytes) = (buffer.data, buffer.bytes);
+        let owner: KeepAlive = Arc::new(Release { _callback: buffer.release });
+        // SAFETY: the program's memory, valid until its release callback (owned by `owner`) runs.
+        let memory = unsafe { RawMemory::new(data as *mut u8, bytes, Some(owner)) }?;
+        let tensor = npu.npu.import(memory, element(element_type)?, shape, tensor_type(tensor_type_code)?)?;
+        Ok(Box::new(TensorState::Imported { tensor, data }))
+    })
+}
+
+unsafe fn npu_import_sycl(
+    npu: &NpuState,
+    buffer: ffi::ProgramBuffer,
+    element_type: &str,
+    shape: &[usize],
+    tensor_type_code: u8,
+) -> CppResult<Box<TensorState>> {
+    guard("npu_sycl_bridge::Npu::import", || {
+        let owner: KeepAlive = Arc::new(Release { _callback: buffer.release });
+        // SAFETY: exportable device memory of the program's context, valid until its release runs.
+        let memory = unsafe {
+            ExportableDeviceMemory::from_raw(&npu.context, &npu.device, buffer.data as *mut u8, buffer.bytes, owner)
+        }?;
+        let tensor = npu.npu.import(memory, element(element_type)?, shape, tensor_type(tensor_type_code)?)?;
+        Ok(Box::new(TensorState::Shared(SharedTensor::new(&npu.queue, tensor)?)))
+    })
+}
+
+unsafe fn npu_import_dma_buf(
+    npu: &NpuState,
+    fd: i32,
+    element_type: &str,
+    shape: &[usize],
+    tensor_type_code: u8,
+) -> CppResult<Box<TensorState>> {
+    guard("npu_sycl_bridge::Npu::import_dma_buf", || {
+        if fd < 0 {
+            return Err(Error::invalid_argument(format!("dma-buf fd {fd} is not a file descriptor")));
+        }
+        // SAFETY: the call takes the open fd (the C++ API's contract); it is closed once.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let tensor = npu.npu.import(fd, element(element_type)?, shape, tensor_type(tensor_type_code)?)?;
+        Ok(Box::new(TensorState::Imported { tensor, data: 0 }))
+    })
+}
+
+impl TensorState {
+    fn remote(&self) -> &RemoteTensor {
+        match self {
+            TensorState::Shared(t) => t.remote_tensor(),
+            TensorState::Imported { tensor, .. } => tensor,
+        }
+    }
+}
+
+fn tensor_remote(tensor: &TensorState) -> &ffi::OvTensor {
+    let cpp = tensor
+        .remote()
+        .external()
+        .and_then(|t| t.as_any().downcast_ref::<CppTensor>())
+        .expect("every tensor of the C++ API is made by its own context");
+    &cpp.0
+}
+
+fn tensor_data(tensor: &TensorState) -> usize {
+    match tensor {
+        TensorState::Shared(t) => t.sycl_ptr() as usize,
+        TensorState::Imported { data, .. } => *data,
+    }
+}
+
+fn tensor_byte_size_of(tensor: &TensorState) -> usize {
+    match tensor {
+        TensorState::Shared(t) => t.byte_size(),
+        TensorState::Imported { tensor, .. } => tensor.byte_size().unwrap_or(0),
+    }
+}
+
+fn tensor_kind(tensor: &TensorState) -> u8 {
+    match tensor {
+        TensorState::Shared(t) => kind_code(t.kind()),
+        TensorState::Imported { .. } => 255,
+    }
+}
+
+fn tensor_zero_copy(tensor: &TensorState) -> bool {
+    match tensor {
+        TensorState::Shared(t) => t.is_zero_copy(),
+        TensorState::Imported { .. } => true,
+    }
+}
+
+fn tensor_read_only(tensor: &TensorState) -> bool {
+    tensor.remote().is_read_only_for_device()
+}
+
+fn no_sycl_side() -> Error {
+    Error::invalid_argument(
+        "this tensor is imported memory without a SYCL side (host memory or a dma-buf fd): write and read it \
+         through its owner",
+    )
+}
+
+fn tensor_write(tensor: &mut TensorState, offset: usize, data: &[u8]) -> CppResult<()> {
+    guard("npu_sycl_bridge::SharedTensor::write", || match tensor {
+        TensorState::Shared(t) => t.write(offset, data),
+        TensorState::Imported { .. } => Err(no_sycl_side()),
+    })
+}
+
+fn tensor_read(tensor: &TensorState, offset: usize, out: &mut [u8]) -> CppResult<()> {
+    guard("npu_sycl_bridge::SharedTensor::read", || match tensor {
+        TensorState::Shared(t) => t.read(offset, out),
+        TensorState::Imported { .. } => Err(no_sycl_side()),
+    })
+}
+
+unsafe fn pool_from_sycl(npu: &NpuState, buffers: Vec<ffi::ProgramBuffer>) -> CppResult<Box<PoolState>> {
+    guard("npu_sycl_bridge::Pool", || {
+        let mut memory = Vec::with_capacity(buffers.len());
+        for b in buffers {
+            let owner: KeepAlive = Arc::new(Release { _callback: b.release });
+            // SAFETY: exportable device memory of the program's context, valid until its release runs.
+            memory.push(unsafe {
+                ExportableDeviceMemory::from_raw(&npu.context, &npu.device, b.data as *mut u8, b.bytes, owner)
+            }?);
+        }
+        let pool = NpuPool::from_buffers(&npu.npu, memory)?;
+        Ok(Box::new(PoolState { pool, queue: Arc::clone(&npu.queue) }))
+    })
+}
+
+fn pool_tensor(pool: &PoolState, element_type: &str, shape: &[usize]) -> CppResult<Box<TensorState>> {
+    guard("npu_sycl_bridge::Pool::tensor", || {
+        let t = pool.pool.tensor(element(element_type)?, shape)?;
+        Ok(Box::new(TensorState::Shared(SharedTensor::new(&pool.queue, t)?)))
+    })
+}
+
+/// `[buffers, bytes, allocations, imports, hits, misses, in_use]`.
+fn pool_stats(pool: &PoolState) -> Vec<usize> {
+    let s = pool.pool.stats();
+    vec![s.buffers, s.bytes, s.allocations as usize, s.imports as usize, s.hits as usize, s.misses as usize, s.in_use]
+}
+
+fn pool_trim(pool: &PoolState) -> usize {
+    pool.pool.trim()
+}

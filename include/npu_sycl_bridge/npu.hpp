@@ -1,0 +1,278 @@
+// npu_sycl_bridge: the C++ API. SYCL memory shared with OpenVINO's NPU plugin without copies, for
+// programs that hold an ov::CompiledModel (compiled for "NPU") and a sycl::queue on the iGPU.
+//
+//   npu_sycl_bridge::Npu npu(compiled, queue);
+//   auto strategy = npu_sycl_bridge::Strategy::automatic(npu);   // the first way that works here
+//   auto input = strategy.tensor(compiled.input());             // SYCL memory the NPU reads in place
+//   auto output = strategy.tensor(compiled.output());
+//   input.bind(request, compiled.input());
+//   output.bind(request, compiled.output());
+//   input.write(data.data(), data.size() * sizeof(float));       // or a SYCL kernel on input.data()
+//   request.infer();
+//   output.read(result.data(), result.size() * sizeof(float));
+//
+// One implementation: the strategies, Auto's decision, the import checks, the pool and the lifetime
+// rules are the Rust crate's (npu-sycl-bridge), which this API calls; nothing of them is written again
+// here. Verified on the virtual Level Zero platform only, not on real hardware.
+//
+// Ownership (the same rules as the Rust crate's):
+// - Every class is move-only and owns what it made. A SharedTensor owns its memory (SYCL memory the
+//   strategy allocated, or memory the program handed over with its release callback), the fds the
+//   sharing needs, and the NPU import; the memory is released only after OpenVINO freed the remote
+//   tensor and every request that used it let go of it.
+// - A SharedTensor bound with bind() is detached from each such request when it is destroyed: the
+//   destructor waits for the request and gives the port a new host tensor, so the NPU never reads
+//   released memory. A tensor bound by hand (request.set_tensor(port, t.tensor())) must outlive
+//   that binding: destroy or rebind the request first.
+// - Npu, Strategy, Pool and SharedTensor keep alive what they need (the compiled model, the NPU's
+//   context, the SYCL context), so they can be destroyed in any order.
+// - Host memory and SYCL memory handed to import() or a Pool come with a release callback: it is
+//   called exactly once, on any thread, when nothing uses the memory any more (also when the import
+//   fails). A dma-buf fd given to import_dma_buf() is taken: the bridge closes it, on error too.
+//
+// Errors: every call that can fail throws npu_sycl_bridge::Error, whose kind() is the Rust ErrorKind
+// and, for ErrorKind::unsupported, whose path() names the sharing path; explanation() says why and
+// what works instead. No other exception leaves this API, and no call aborts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <openvino/runtime/compiled_model.hpp>
+#include <openvino/runtime/infer_request.hpp>
+#include <openvino/runtime/remote_tensor.hpp>
+#include <sycl/sycl.hpp>
+
+namespace npu_sycl_bridge {
+
+/// What went wrong: the Rust crate's ErrorKind, one to one (internal: a bug in the bridge).
+enum class ErrorKind : std::uint8_t {
+  openvino = 0,
+  level_zero = 1,
+  alignment = 2,
+  size = 3,
+  shape = 4,
+  element_type = 5,
+  unsupported = 6,
+  sycl = 7,
+  library = 8,
+  invalid_argument = 9,
+  io = 10,
+  exhausted = 11,
+  internal = 12,
+};
+
+/// The sharing path an ErrorKind::unsupported error is about (the Rust crate's Path).
+enum class SharingPath : std::uint8_t {
+  none = 0,
+  card_path = 1,
+  dma_buf = 2,
+  cpu_va = 3,
+  shared_system = 4,
+  npu_to_sycl = 5,
+  npu_to_sycl_zero_copy = 6,
+  host_view = 7,
+  automatic = 8,
+  npu = 9,
+  sycl = 10,
+  device_copy = 11,
+};
+
+/// The one exception type of this API.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, SharingPath path, const std::string& message, std::string explanation);
+  ErrorKind kind() const noexcept { return kind_; }
+  /// SharingPath::none unless kind() is ErrorKind::unsupported.
+  SharingPath path() const noexcept { return path_; }
+  /// Why, and what to use instead (may be empty).
+  const std::string& explanation() const noexcept { return explanation_; }
+
+ private:
+  ErrorKind kind_;
+  SharingPath path_;
+  std::string explanation_;
+};
+
+const char* to_string(ErrorKind kind) noexcept;
+const char* to_string(SharingPath path) noexcept;
+
+/// The ways of sharing memory between SYCL and the NPU (the Rust crate's StrategyKind).
+enum class StrategyKind : std::uint8_t {
+  /// A SYCL context over the NPU's Level Zero context (the forum snippet): never works on stock DPC++.
+  card_path = 0,
+  /// SYCL exportable device memory, imported by the NPU as a dma-buf.
+  dma_buf = 1,
+  /// SYCL host USM imported by the NPU as CPU_VA.
+  cpu_va = 2,
+  /// Page-aligned process memory: the NPU imports it, SYCL uses it in place where the GPU has
+  /// shared-system USM and copies otherwise.
+  shared_system = 3,
+  /// The NPU plugin's memory, exported by the NPU driver and imported by SYCL.
+  npu_export = 4,
+  /// The NPU plugin's memory, reached by SYCL copies (not zero-copy).
+  npu_to_sycl = 5,
+};
+
+const char* to_string(StrategyKind kind) noexcept;
+
+/// OpenVINO's TENSOR_TYPE: input memory is imported read-only for the NPU (CPU_VA) and may be
+/// write-combined when the plugin allocates it; binded is read-write.
+enum class TensorType : std::uint8_t { input = 0, output = 1, binded = 2 };
+
+/// Memory the program owns: `bytes` at `data`. `release` is called once, on any thread, when the
+/// NPU, every tensor over it and every request are done with it (or when the import fails); an
+/// empty function means the program frees the memory itself, after every tensor over it is gone.
+struct ProgramMemory {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+  std::function<void()> release;
+};
+
+namespace detail {
+struct NpuImpl;
+struct StrategyImpl;
+struct TensorImpl;
+struct PoolImpl;
+}  // namespace detail
+
+class SharedTensor;
+
+/// The NPU context of a compiled model, with the program's SYCL queue (its context and device: the
+/// iGPU's, on Level Zero). Throws ErrorKind::unsupported (SharingPath::npu) when the model was not
+/// compiled for the NPU, and (SharingPath::sycl) when the queue is not on a Level Zero device.
+class Npu {
+ public:
+  Npu(const ov::CompiledModel& compiled, const sycl::queue& queue);
+  Npu(Npu&&) noexcept;
+  Npu& operator=(Npu&&) noexcept;
+  ~Npu();
+
+  /// The NPU and its driver's abilities, in one line.
+  std::string describe() const;
+
+  /// Bring your own host memory: page-aligned (address and tensor size multiples of 4096) process
+  /// memory, imported by the NPU as CPU_VA, zero-copy. No SYCL side: data() is `memory.data`.
+  SharedTensor import_host(ProgramMemory memory, const ov::element::Type& type, const ov::Shape& shape,
+                           TensorType tensor_type = TensorType::binded) const;
+  /// Bring your own SYCL memory: exportable device memory the program allocated in the queue's context
+  /// (sycl::ext::oneapi::experimental::alloc_exportable_device_mem with dma_buf), imported by the NPU
+  /// as a dma-buf, zero-copy; SYCL reaches it at data().
+  SharedTensor import_sycl(ProgramMemory memory, const ov::element::Type& type, const ov::Shape& shape,
+                           TensorType tensor_type = TensorType::binded) const;
+  /// Bring your own dma-buf: the fd is taken (closed by the bridge, on error too). No SYCL side.
+  SharedTensor import_dma_buf(int fd, const ov::element::Type& type, const ov::Shape& shape,
+                              TensorType tensor_type = TensorType::binded) const;
+
+ private:
+  friend class Strategy;
+  friend class Pool;
+  std::unique_ptr<detail::NpuImpl> impl_;
+};
+
+/// A way of sharing, checked against the drivers when it is made.
+class Strategy {
+ public:
+  /// Tries every strategy in order (card path, dma-buf, CPU_VA, shared system, NPU export, NPU→SYCL
+  /// copy) and keeps the first that works; decision() says what each attempt gave.
+  static Strategy automatic(const Npu& npu);
+  /// One strategy; throws ErrorKind::unsupported with the reason where the drivers cannot do it.
+  Strategy(const Npu& npu, StrategyKind kind);
+  Strategy(Strategy&&) noexcept;
+  Strategy& operator=(Strategy&&) noexcept;
+  ~Strategy();
+
+  StrategyKind kind() const;
+  /// Whether SYCL and the NPU use the same bytes with this strategy here.
+  bool zero_copy() const;
+  /// Auto's report (empty for a strategy made by kind).
+  std::string decision() const;
+
+  /// A new shared tensor (SYCL memory, page-aligned, with the NPU's remote tensor over it).
+  SharedTensor tensor(const ov::element::Type& type, const ov::Shape& shape,
+                      TensorType tensor_type = TensorType::binded) const;
+  /// A shared tensor for a port of the compiled model (its element type and static shape).
+  SharedTensor tensor(const ov::Output<const ov::Node>& port, TensorType tensor_type = TensorType::binded) const;
+
+ private:
+  Strategy() = default;
+  std::unique_ptr<detail::StrategyImpl> impl_;
+};
+
+/// Memory shared by SYCL and the NPU: the remote tensor to bind, and the SYCL pointer.
+class SharedTensor {
+ public:
+  SharedTensor(SharedTensor&&) noexcept;
+  SharedTensor& operator=(SharedTensor&&) noexcept;
+  /// Detaches the tensor from the requests it was bound to with bind(), then releases it.
+  ~SharedTensor();
+
+  /// The NPU remote tensor. Binding it by hand makes the caller keep this object alive until the
+  /// request is rebound or destroyed; prefer bind().
+  const ov::RemoteTensor& tensor() const;
+  /// Binds the tensor to `port` of `request`, and remembers the request so that destroying this
+  /// object detaches it.
+  void bind(ov::InferRequest& request, const ov::Output<const ov::Node>& port);
+  /// The memory SYCL kernels and copies use (USM device memory of the queue's context for dma-buf and
+  /// NPU export; host memory for CPU_VA and shared system; the program's pointer for imports; null for
+  /// an imported dma-buf).
+  void* data() const;
+  std::size_t byte_size() const;
+  /// The strategy that made it; imports of the program's memory report dma_buf (SYCL memory) or
+  /// throw no error but have has_strategy() false (host memory, dma-buf fds).
+  bool has_strategy() const;
+  StrategyKind kind() const;
+  bool zero_copy() const;
+  /// A CPU_VA import made with TensorType::input: the NPU may only read it.
+  bool read_only_for_npu() const;
+
+  /// SYCL copies into / out of the tensor, waited for; refused while an inference runs that uses it.
+  void write(const void* src, std::size_t bytes, std::size_t offset = 0);
+  void read(void* dst, std::size_t bytes, std::size_t offset = 0) const;
+
+ private:
+  friend class Npu;
+  friend class Strategy;
+  friend class Pool;
+  explicit SharedTensor(std::unique_ptr<detail::TensorImpl> impl);
+  std::unique_ptr<detail::TensorImpl> impl_;
+};
+
+/// What a pool did and holds (the Rust crate's PoolStats).
+struct PoolStats {
+  std::size_t buffers = 0;
+  std::size_t bytes = 0;
+  std::size_t allocations = 0;
+  std::size_t imports = 0;
+  std::size_t hits = 0;
+  std::size_t misses = 0;
+  std::size_t in_use = 0;
+};
+
+/// The program's own SYCL buffers (exportable device memory of the queue's context), each imported
+/// by the NPU once and handed out again: a tensor comes back to the pool when its SharedTensor is
+/// destroyed (after it was detached from its requests).
+class Pool {
+ public:
+  Pool(const Npu& npu, std::vector<ProgramMemory> sycl_buffers);
+  Pool(Pool&&) noexcept;
+  Pool& operator=(Pool&&) noexcept;
+  ~Pool();
+
+  /// A tensor over a free buffer large enough; throws ErrorKind::exhausted when every one is in use.
+  SharedTensor tensor(const ov::element::Type& type, const ov::Shape& shape);
+  SharedTensor tensor(const ov::Output<const ov::Node>& port);
+  PoolStats stats() const;
+  /// Drops the imports of free buffers; returns how many.
+  std::size_t trim();
+
+ private:
+  std::unique_ptr<detail::PoolImpl> impl_;
+};
+
+}  // namespace npu_sycl_bridge
