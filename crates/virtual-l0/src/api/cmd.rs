@@ -16,9 +16,56 @@ use std::sync::Arc;
 /// [`queue_groups`]), else `ZE_RESULT_ERROR_INVALID_ARGUMENT`, as compute-runtime answers
 /// (`device.cpp` `isQueueGroupOrdinalValid` in `createCommandList`/`createCommandQueue`,
 /// `getCsrForOrdinalAndIndex`).
-fn check_queue(driver: objects::DriverKind, ordinal: u32, index: u32) -> ZeResult {
+///
+/// `priority` (a queue's or immediate list's `ze_command_queue_priority_t`), on the GPU, as
+/// compute-runtime's `Device::getCsrForOrdinalAndIndex` (`level_zero/core/source/device/device.cpp`)
+/// uses it to pick the command stream receiver (one hardware context) for
+/// `zeCommandQueueCreate` and, through `CommandList::createImmediate` (`cmdlist.cpp`),
+/// `zeCommandListCreateImmediate`, on all four laptops alike:
+/// - `PRIORITY_LOW` on a compute or render group: `isSuitableForLowPriority` holds on a GPU without
+///   implicit scaling, and `getCsrForLowPriority` returns the device's one low-priority context
+///   (the `EngineUsage::lowPriority` engine `GfxCoreHelperHw::getGpgpuEngineInstances` creates on
+///   the default engine: `gfx_core_helper_xe_hpg_core.cpp` for Meteor/Arrow Lake,
+///   `gfx_core_helper_xe2_and_later.inl` for Lunar/Panther Lake) *before* the index is looked at,
+///   so any index is accepted there. On the copy group LOW needs secondary contexts, which these
+///   products lack (`ProductHelperHw::areSecondaryContextsSupported` is false), so it is the
+///   regular blitter with the usual index check.
+/// - `PRIORITY_HIGH`: the regular engine of `ordinal`/`index`. On a copy group
+///   `getCsrForHighPriority` looks for a high-priority blitter (`Device::getHpCopyEngine`), which
+///   these products never create, and its failure is ignored; a high-priority compute context
+///   exists only with secondary contexts (`tryAssignSecondaryContext`), absent here too. A HIGH
+///   queue therefore shares the hardware context of the NORMAL queues of its engine.
+/// - Any other value, valid or not: NORMAL. compute-runtime checks the value nowhere (neither
+///   `zeCommandQueueCreate` nor `Device::createCommandQueue`/`CommandQueue::create`) and hands it
+///   back unchanged from `zeCommandQueueGetPriority` (`CommandQueue::getPriority`). The spec's
+///   `ZE_RESULT_ERROR_INVALID_ENUMERATION` for a value above `PRIORITY_HIGH` comes only from the
+///   loader's validation layer, which is off by default (as for allocation alignment,
+///   `memory.rs`), so every value is accepted here.
+///
+/// Ordering: compute-runtime promises none between priorities. The low-priority context only
+/// carries a scheduling priority for the kernel (`ioctl_helper_i915.cpp` →
+/// `Drm::setLowPriorityContextParam`, context priority -1023 when preemption is supported, on
+/// Meteor/Arrow Lake's i915; `ioctl_helper_xe.cpp` `IoctlHelperXe::setContextProperties`, exec-queue
+/// priority 0 (low), on Lunar/Panther Lake's xe), which the firmware scheduler weighs as it likes;
+/// no rule says ready HIGH or NORMAL work runs before LOW work, and HIGH work on these laptops is
+/// not even on another context than NORMAL work. So the virtual GPU models no ordering by priority:
+/// a LOW queue is independent of the others (its own context in compute-runtime), and a HIGH queue
+/// runs like a NORMAL one. Nothing differs between the profiles, so there is no profile knob. (That
+/// queues sharing one hardware context run strictly one after the other there, one queue's blocked
+/// work holding back the next queue's, is not modelled for any priority: every virtual queue runs
+/// on its own, see [`CommandQueue`].)
+///
+/// The NPU keeps the plain check (what linux-npu-driver does with a priority is not modelled here).
+fn check_queue(driver: objects::DriverKind, ordinal: u32, index: u32, priority: u32) -> ZeResult {
     match queue_groups(driver).get(ordinal as usize) {
         Some(g) if index < g.queues => Ok(()),
+        Some(g)
+            if driver == objects::DriverKind::Gpu
+                && !g.copy_only()
+                && priority == ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_LOW =>
+        {
+            Ok(())
+        }
         _ => Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
     }
 }
@@ -61,8 +108,19 @@ ze_api! {
         let (c, d, o) = unsafe { (context_from(ctx)?, input(desc)?, out(o)?) };
         // SAFETY: as above.
         unsafe { device_in(c.driver(), dev) }?;
-        check_queue(c.driver(), d.ordinal, d.index)?;
-        *o = objects::create(c.driver(), CommandQueue { ordinal: d.ordinal, flags: d.flags, mode: d.mode, inflight: Default::default(), deferred: Default::default() });
+        check_queue(c.driver(), d.ordinal, d.index, d.priority)?;
+        *o = objects::create(
+            c.driver(),
+            CommandQueue {
+                ordinal: d.ordinal,
+                index: d.index,
+                priority: d.priority,
+                flags: d.flags,
+                mode: d.mode,
+                inflight: Default::default(),
+                deferred: Default::default(),
+            },
+        );
         Ok(())
     }
     fn zeCommandQueueDestroy(q: ze_command_queue_handle_t) {
@@ -164,9 +222,17 @@ ze_api! {
         unsafe { *out(o)? = queue_from(q)?.ordinal };
         Ok(())
     }
+    /// The index as the descriptor gave it (compute-runtime `CommandQueue::getIndex`).
     fn zeCommandQueueGetIndex(q: ze_command_queue_handle_t, o: *mut u32) {
         // SAFETY: handle validated; out-parameter from the caller.
-        unsafe { queue_from(q)?; *out(o)? = 0 };
+        unsafe { *out(o)? = queue_from(q)?.index };
+        Ok(())
+    }
+    /// The priority as the descriptor gave it, even one that is no priority (compute-runtime
+    /// `CommandQueue::getPriority`; see [`check_queue`]).
+    fn zeCommandQueueGetPriority(q: ze_command_queue_handle_t, o: *mut ze_command_queue_priority_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        unsafe { *out(o)? = queue_from(q)?.priority };
         Ok(())
     }
 
@@ -177,7 +243,7 @@ ze_api! {
         unsafe { device_in(c.driver(), dev) }?;
         // SAFETY: the descriptor's chain.
         let mutable = unsafe { chain(d.pNext) }.iter().any(|e| e.stype == stypes::MUTABLE_COMMAND_LIST_EXP_DESC);
-        check_queue(c.driver(), d.commandQueueGroupOrdinal, 0)?;
+        check_queue(c.driver(), d.commandQueueGroupOrdinal, 0, ZE_COMMAND_QUEUE_PRIORITY_NORMAL)?;
         let mut l = CommandList::new(c.driver(), false, mutable, d.commandQueueGroupOrdinal);
         l.context = ctx as usize;
         l.device = dev as usize;
@@ -189,9 +255,10 @@ ze_api! {
         let (c, d, o) = unsafe { (context_from(ctx)?, input(desc)?, out(o)?) };
         // SAFETY: as above.
         unsafe { device_in(c.driver(), dev) }?;
-        check_queue(c.driver(), d.ordinal, d.index)?;
+        check_queue(c.driver(), d.ordinal, d.index, d.priority)?;
         let mut l = CommandList::new(c.driver(), true, false, d.ordinal);
         l.synchronous = d.mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+        l.priority = d.priority;
         l.context = ctx as usize;
         l.device = dev as usize;
         *o = objects::create(c.driver(), l);
@@ -235,6 +302,17 @@ ze_api! {
     fn zeCommandListIsImmediate(l: ze_command_list_handle_t, o: *mut ze_bool_t) {
         // SAFETY: handle validated; out-parameter from the caller.
         unsafe { *out(o)? = command_list_from(l)?.is_immediate() as ze_bool_t };
+        Ok(())
+    }
+    /// An immediate list's priority as its descriptor gave it; a regular list has none:
+    /// `INVALID_ARGUMENT` (compute-runtime `CommandList::getImmediatePriority`).
+    fn zeCommandListImmediateGetPriority(l: ze_command_list_handle_t, o: *mut ze_command_queue_priority_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let (l, o) = unsafe { (command_list_from(l)?, out(o)?) };
+        if !l.is_immediate() {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
+        *o = l.priority;
         Ok(())
     }
     /// compute-runtime (`ze_cmdlist_api_entrypoints.cpp` → `CommandList::appendCommandLists`): on a
