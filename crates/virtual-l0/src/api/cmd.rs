@@ -1155,4 +1155,301 @@ mod tests {
             assert_eq!(crate::api::memory::zeMemFree(c, m), ZE_RESULT_SUCCESS);
         }
     }
+    const PRIORITIES: [u32; 3] = [
+        ZE_COMMAND_QUEUE_PRIORITY_NORMAL,
+        ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_LOW,
+        ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_HIGH,
+    ];
+
+    /// A queue descriptor of `ordinal`, `index` and `priority` (asynchronous).
+    fn queue_desc(ordinal: u32, index: u32, priority: u32) -> ze_command_queue_desc_t {
+        // SAFETY: plain-C descriptor.
+        let mut desc: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
+        desc.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+        desc.ordinal = ordinal;
+        desc.index = index;
+        desc.priority = priority;
+        desc
+    }
+
+    fn prio_queue(
+        c: ze_context_handle_t,
+        d: ze_device_handle_t,
+        desc: &ze_command_queue_desc_t,
+    ) -> (ze_result_t, ze_command_queue_handle_t) {
+        let mut q = null_mut();
+        // SAFETY: valid handles, descriptor and out-parameter.
+        (unsafe { zeCommandQueueCreate(c, d, desc, &mut q) }, q)
+    }
+
+    fn prio_immediate(
+        c: ze_context_handle_t,
+        d: ze_device_handle_t,
+        desc: &ze_command_queue_desc_t,
+    ) -> (ze_result_t, ze_command_list_handle_t) {
+        let mut l = null_mut();
+        // SAFETY: valid handles, descriptor and out-parameter.
+        (unsafe { zeCommandListCreateImmediate(c, d, desc, &mut l) }, l)
+    }
+
+    /// Appends a fill of `value` over `len` bytes at `dst` to `l`, waiting for `wait` when given.
+    fn fill(l: ze_command_list_handle_t, dst: usize, value: u8, len: usize, wait: Option<ze_event_handle_t>) {
+        let mut w = wait.unwrap_or(null_mut());
+        let n = wait.is_some() as u32;
+        // SAFETY: valid list; `dst` is a leaked buffer of at least `len` bytes; the pattern is read
+        // during the call.
+        let r = unsafe {
+            zeCommandListAppendMemoryFill(
+                l,
+                dst as *mut c_void,
+                (&value as *const u8).cast(),
+                1,
+                len,
+                null_mut(),
+                n,
+                &mut w,
+            )
+        };
+        assert_eq!(r, ZE_RESULT_SUCCESS);
+    }
+
+    /// A closed regular list of `ordinal` that fills `len` bytes at `dst` with `value`.
+    fn fill_list(
+        c: ze_context_handle_t,
+        d: ze_device_handle_t,
+        ordinal: u32,
+        dst: usize,
+        value: u8,
+        len: usize,
+        wait: Option<ze_event_handle_t>,
+    ) -> ze_command_list_handle_t {
+        let (r, l) = list(c, d, ordinal);
+        assert_eq!(r, ZE_RESULT_SUCCESS);
+        fill(l, dst, value, len, wait);
+        // SAFETY: valid list.
+        assert_eq!(unsafe { zeCommandListClose(l) }, ZE_RESULT_SUCCESS);
+        l
+    }
+
+    /// Queues and immediate lists of each priority, on every GPU group, are created, run their work
+    /// and report their priority as given (compute-runtime `CommandQueue::getPriority`,
+    /// `CommandList::getImmediatePriority`, both in its extension-function table). A value that is
+    /// no priority is not refused: compute-runtime checks it nowhere and treats it as NORMAL (the
+    /// spec's `INVALID_ENUMERATION` is the validation layer's, off by default; see `check_queue`).
+    #[test]
+    fn queues_and_immediate_lists_of_every_priority() {
+        let (c, d) = context(DriverKind::Gpu);
+        let resolve = |name: &str| {
+            let name = std::ffi::CString::new(name).unwrap();
+            let mut f = null_mut();
+            // SAFETY: valid driver handle, NUL-terminated name and out-parameter.
+            let r = unsafe {
+                crate::api::driver::zeDriverGetExtensionFunctionAddress(
+                    driver(DriverKind::Gpu).handle(),
+                    name.as_ptr(),
+                    &mut f,
+                )
+            };
+            assert_eq!(r, ZE_RESULT_SUCCESS);
+            assert!(!f.is_null());
+            f
+        };
+        type GetQ = unsafe extern "C" fn(ze_command_queue_handle_t, *mut ze_command_queue_priority_t) -> ze_result_t;
+        type GetL = unsafe extern "C" fn(ze_command_list_handle_t, *mut ze_command_queue_priority_t) -> ze_result_t;
+        // SAFETY: the driver answers these names with functions of exactly these signatures.
+        let (get_q, get_l): (GetQ, GetL) = unsafe {
+            (
+                std::mem::transmute::<*mut c_void, GetQ>(resolve("zeCommandQueueGetPriority")),
+                std::mem::transmute::<*mut c_void, GetL>(resolve("zeCommandListImmediateGetPriority")),
+            )
+        };
+        let buf = Box::leak(Box::new([0u8; 64]));
+        let dst = buf.as_mut_ptr() as usize;
+        let groups = queue_groups(DriverKind::Gpu).len() as u32;
+        let not_a_priority = ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_HIGH + 1;
+        let mut value = 0u8;
+        for ordinal in 0..groups {
+            for priority in PRIORITIES.into_iter().chain([not_a_priority, 0x7fff_fffe]) {
+                value += 1;
+                let desc = queue_desc(ordinal, 0, priority);
+                let (r, q) = prio_queue(c, d, &desc);
+                assert_eq!(r, ZE_RESULT_SUCCESS, "queue of group {ordinal}, priority {priority}");
+                let mut got = u32::MAX;
+                // SAFETY: valid queue and out-parameter.
+                assert_eq!(unsafe { get_q(q, &mut got) }, ZE_RESULT_SUCCESS);
+                assert_eq!(got, priority, "the queue reports its priority as given");
+                let f = fence(q);
+                let mut l = fill_list(c, d, ordinal, dst, value, 64, None);
+                // SAFETY: valid handles.
+                unsafe {
+                    assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut l, f), ZE_RESULT_SUCCESS);
+                    assert_eq!(zeFenceHostSynchronize(f, u64::MAX), ZE_RESULT_SUCCESS);
+                    assert_eq!(std::ptr::read_volatile(dst as *const u8), value, "the queue ran its list");
+                    // A regular list has no priority.
+                    assert_eq!(get_l(l, &mut got), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                    zeCommandListDestroy(l);
+                    zeFenceDestroy(f);
+                    zeCommandQueueDestroy(q);
+                }
+
+                value += 1;
+                let (r, il) = prio_immediate(c, d, &desc);
+                assert_eq!(r, ZE_RESULT_SUCCESS, "immediate list of group {ordinal}, priority {priority}");
+                // SAFETY: valid list and out-parameter.
+                assert_eq!(unsafe { get_l(il, &mut got) }, ZE_RESULT_SUCCESS);
+                assert_eq!(got, priority, "the immediate list reports its priority as given");
+                fill(il, dst, value, 64, None);
+                // SAFETY: valid list.
+                unsafe {
+                    assert_eq!(zeCommandListHostSynchronize(il, u64::MAX), ZE_RESULT_SUCCESS);
+                    assert_eq!(std::ptr::read_volatile((dst + 63) as *const u8), value, "the immediate list ran");
+                    zeCommandListDestroy(il);
+                }
+            }
+        }
+    }
+
+    /// compute-runtime's `Device::getCsrForOrdinalAndIndex` returns the low-priority context for a
+    /// LOW queue or immediate list of a compute (or render) group before it checks the index, so
+    /// any index is taken there, and reported back as given (`CommandQueue::getIndex`). Everywhere
+    /// else (other priorities, the copy group, the NPU) the index must exist.
+    #[test]
+    fn low_priority_compute_queues_take_any_index() {
+        let (c, d) = context(DriverKind::Gpu);
+        let groups = queue_groups(DriverKind::Gpu);
+        let low = ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_LOW;
+        for (ordinal, g) in groups.iter().enumerate() {
+            let ordinal = ordinal as u32;
+            let past = g.queues + 6;
+            for priority in PRIORITIES {
+                let desc = queue_desc(ordinal, past, priority);
+                let expect = if priority == low && !g.copy_only() {
+                    ZE_RESULT_SUCCESS
+                } else {
+                    ZE_RESULT_ERROR_INVALID_ARGUMENT
+                };
+                let (r, q) = prio_queue(c, d, &desc);
+                assert_eq!(
+                    r,
+                    expect,
+                    "queue: group {ordinal} (copy only: {}), index {past}, priority {priority}",
+                    g.copy_only()
+                );
+                let (ri, il) = prio_immediate(c, d, &desc);
+                assert_eq!(ri, expect, "immediate list: group {ordinal}, index {past}, priority {priority}");
+                if r == ZE_RESULT_SUCCESS {
+                    let mut index = 0;
+                    // SAFETY: valid handles and out-parameter.
+                    unsafe {
+                        assert_eq!(zeCommandQueueGetIndex(q, &mut index), ZE_RESULT_SUCCESS);
+                        assert_eq!(index, past);
+                        zeCommandQueueDestroy(q);
+                        zeCommandListDestroy(il);
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            prio_queue(c, d, &queue_desc(groups.len() as u32, 0, low)).0,
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "the ordinal is still checked"
+        );
+        let (nc, nd) = context(DriverKind::Npu);
+        assert_eq!(
+            prio_queue(nc, nd, &queue_desc(0, 1, low)).0,
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "the NPU checks the index"
+        );
+    }
+
+    /// No ordering by priority (see `check_queue`): compute-runtime puts LOW compute work on a
+    /// hardware context of its own and only hints its priority to the kernel, so LOW work held
+    /// back by an event holds back no NORMAL or HIGH work, and NORMAL or HIGH work held back holds
+    /// back no LOW work; each runs in order within its own queue or list, and the held-back work
+    /// runs once released. A model that ordered priorities (LOW behind ready NORMAL/HIGH work, or on
+    /// their engine) fails the first half, one that let ready work of a higher priority overtake
+    /// earlier work of its own queue fails the in-order checks.
+    #[test]
+    fn priorities_impose_no_ordering_between_queues() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (c, d) = context(DriverKind::Gpu);
+            let [normal, low, high] = PRIORITIES;
+            let bufs: Vec<usize> = (0..4).map(|_| Box::leak(Box::new([0u8; 32])).as_mut_ptr() as usize).collect();
+            // SAFETY: the buffers are leaked, so every read of them stays valid.
+            let at = |b: usize, i: usize| unsafe { std::ptr::read_volatile((b + i) as *const u8) };
+
+            // A LOW queue held back by an event, then NORMAL and HIGH queues and a HIGH immediate
+            // list on the same compute group with ready work.
+            let (_, e) = event();
+            let (_, ql) = prio_queue(c, d, &queue_desc(0, 0, low));
+            let fl = fence(ql);
+            let mut held = fill_list(c, d, 0, bufs[0], 1, 32, Some(e));
+            let mut after = fill_list(c, d, 0, bufs[0], 2, 8, None);
+            // SAFETY: valid handles.
+            unsafe {
+                assert_eq!(zeCommandQueueExecuteCommandLists(ql, 1, &mut held, null_mut()), ZE_RESULT_SUCCESS);
+                assert_eq!(zeCommandQueueExecuteCommandLists(ql, 1, &mut after, fl), ZE_RESULT_SUCCESS);
+            }
+            for (i, p) in [normal, high].into_iter().enumerate() {
+                let (_, q) = prio_queue(c, d, &queue_desc(0, 0, p));
+                let f = fence(q);
+                let mut l = fill_list(c, d, 0, bufs[1], 10 + i as u8, 32, None);
+                // SAFETY: valid handles.
+                unsafe {
+                    assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut l, f), ZE_RESULT_SUCCESS);
+                    assert_eq!(
+                        zeFenceHostSynchronize(f, u64::MAX),
+                        ZE_RESULT_SUCCESS,
+                        "priority {p} is not held back by LOW work"
+                    );
+                }
+                assert_eq!(at(bufs[1], 0), 10 + i as u8);
+            }
+            let (_, ih) = prio_immediate(c, d, &queue_desc(0, 0, high));
+            fill(ih, bufs[2], 20, 32, None);
+            // SAFETY: valid list.
+            assert_eq!(unsafe { zeCommandListHostSynchronize(ih, u64::MAX) }, ZE_RESULT_SUCCESS);
+            assert_eq!(at(bufs[2], 0), 20, "a HIGH immediate list is not held back by LOW work");
+            // SAFETY: valid fence.
+            assert_eq!(unsafe { zeFenceQueryStatus(fl) }, ZE_RESULT_NOT_READY, "the LOW queue still waits");
+            assert_eq!(at(bufs[0], 0), 0, "LOW work behind the event has not run, nor what followed it");
+            // SAFETY: valid handles.
+            unsafe {
+                assert_eq!(zeEventHostSignal(e), ZE_RESULT_SUCCESS);
+                assert_eq!(zeFenceHostSynchronize(fl, u64::MAX), ZE_RESULT_SUCCESS);
+            }
+            assert_eq!((at(bufs[0], 0), at(bufs[0], 31)), (2, 1), "the LOW queue ran in order once released");
+
+            // The other way round: a HIGH immediate list and a NORMAL queue held back, LOW work ready.
+            let (_, e2) = event();
+            let (_, ih2) = prio_immediate(c, d, &queue_desc(0, 0, high));
+            fill(ih2, bufs[3], 30, 32, Some(e2));
+            fill(ih2, bufs[3], 31, 8, None);
+            let (_, qn) = prio_queue(c, d, &queue_desc(0, 0, normal));
+            let fnorm = fence(qn);
+            let mut ln = fill_list(c, d, 0, bufs[3], 40, 32, Some(e2));
+            // SAFETY: valid handles.
+            unsafe { assert_eq!(zeCommandQueueExecuteCommandLists(qn, 1, &mut ln, fnorm), ZE_RESULT_SUCCESS) };
+            let (_, il) = prio_immediate(c, d, &queue_desc(0, 0, low));
+            fill(il, bufs[2], 50, 32, None);
+            // SAFETY: valid handles.
+            unsafe {
+                assert_eq!(
+                    zeCommandListHostSynchronize(il, u64::MAX),
+                    ZE_RESULT_SUCCESS,
+                    "LOW work is not held back by HIGH or NORMAL work"
+                );
+                assert_eq!(at(bufs[2], 0), 50);
+                assert_eq!(zeCommandListHostSynchronize(ih2, 0), ZE_RESULT_NOT_READY);
+                assert_eq!(zeFenceQueryStatus(fnorm), ZE_RESULT_NOT_READY);
+                assert_eq!(at(bufs[3], 0), 0, "nothing behind the event has run");
+                assert_eq!(zeEventHostSignal(e2), ZE_RESULT_SUCCESS);
+                assert_eq!(zeCommandListHostSynchronize(ih2, u64::MAX), ZE_RESULT_SUCCESS);
+                assert_eq!(zeFenceHostSynchronize(fnorm, u64::MAX), ZE_RESULT_SUCCESS);
+            }
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20)).expect("a queue of one priority hung behind another's");
+    }
 }
