@@ -1429,7 +1429,13 @@ fn check_gpu_extensions() {
             ok(a.zeCommandListDestroy(l), "destroy");
         }
         // The GPU's extension-function table answers the getters compute-runtime puts there.
-        for n in ["@zeCommandQueueGetOrdinal", "@zeCommandListGetOrdinal", "@zeCommandListIsImmediate"] {
+        for n in [
+            "@zeCommandQueueGetOrdinal",
+            "@zeCommandQueueGetPriority",
+            "@zeCommandListGetOrdinal",
+            "@zeCommandListIsImmediate",
+            "@zeCommandListImmediateGetPriority",
+        ] {
             let f = resolve(gpu, n);
             assert!(!f.is_null() && !is_stub(f), "{n}");
         }

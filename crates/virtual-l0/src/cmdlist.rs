@@ -209,9 +209,18 @@ pub struct Fence {
     pub queue: usize,
 }
 /// `ze_command_queue_handle_t`.
+///
+/// Every queue runs its work in submission order, on the submitting thread or on its own
+/// [`Deferred`] thread, independently of every other queue; its priority changes nothing in that
+/// (see `api::cmd::check_queue` for what compute-runtime does with a priority and why no ordering
+/// between priorities is modelled).
 pub struct CommandQueue {
     /// queue group ordinal
     pub ordinal: u32,
+    /// queue index in the group, as the descriptor gave it (`zeCommandQueueGetIndex`)
+    pub index: u32,
+    /// `ze_command_queue_priority_t`, as the descriptor gave it (`zeCommandQueueGetPriority`)
+    pub priority: u32,
     /// `ze_command_queue_flags_t`
     pub flags: u32,
     /// `ze_command_queue_mode_t`
@@ -463,6 +472,9 @@ pub struct CommandList {
     deferred: Deferred,
     /// immediate lists created with `ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS`: appends always block
     pub synchronous: bool,
+    /// immediate lists: the descriptor's `ze_command_queue_priority_t` as given
+    /// (`zeCommandListImmediateGetPriority`); no effect on execution (see [`CommandQueue`])
+    pub priority: u32,
 }
 
 impl Kind for EventPool {
@@ -669,6 +681,7 @@ impl CommandList {
             inflight: Arc::default(),
             deferred: Deferred::default(),
             synchronous: false,
+            priority: ZE_COMMAND_QUEUE_PRIORITY_NORMAL,
         }
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, ListState> {

@@ -16,9 +16,56 @@ use std::sync::Arc;
 /// [`queue_groups`]), else `ZE_RESULT_ERROR_INVALID_ARGUMENT`, as compute-runtime answers
 /// (`device.cpp` `isQueueGroupOrdinalValid` in `createCommandList`/`createCommandQueue`,
 /// `getCsrForOrdinalAndIndex`).
-fn check_queue(driver: objects::DriverKind, ordinal: u32, index: u32) -> ZeResult {
+///
+/// `priority` (a queue's or immediate list's `ze_command_queue_priority_t`), on the GPU, as
+/// compute-runtime's `Device::getCsrForOrdinalAndIndex` (`level_zero/core/source/device/device.cpp`)
+/// uses it to pick the command stream receiver (one hardware context) for
+/// `zeCommandQueueCreate` and, through `CommandList::createImmediate` (`cmdlist.cpp`),
+/// `zeCommandListCreateImmediate`, on all four laptops alike:
+/// - `PRIORITY_LOW` on a compute or render group: `isSuitableForLowPriority` holds on a GPU without
+///   implicit scaling, and `getCsrForLowPriority` returns the device's one low-priority context
+///   (the `EngineUsage::lowPriority` engine `GfxCoreHelperHw::getGpgpuEngineInstances` creates on
+///   the default engine: `gfx_core_helper_xe_hpg_core.cpp` for Meteor/Arrow Lake,
+///   `gfx_core_helper_xe2_and_later.inl` for Lunar/Panther Lake) *before* the index is looked at,
+///   so any index is accepted there. On the copy group LOW needs secondary contexts, which these
+///   products lack (`ProductHelperHw::areSecondaryContextsSupported` is false), so it is the
+///   regular blitter with the usual index check.
+/// - `PRIORITY_HIGH`: the regular engine of `ordinal`/`index`. On a copy group
+///   `getCsrForHighPriority` looks for a high-priority blitter (`Device::getHpCopyEngine`), which
+///   these products never create, and its failure is ignored; a high-priority compute context
+///   exists only with secondary contexts (`tryAssignSecondaryContext`), absent here too. A HIGH
+///   queue therefore shares the hardware context of the NORMAL queues of its engine.
+/// - Any other value, valid or not: NORMAL. compute-runtime checks the value nowhere (neither
+///   `zeCommandQueueCreate` nor `Device::createCommandQueue`/`CommandQueue::create`) and hands it
+///   back unchanged from `zeCommandQueueGetPriority` (`CommandQueue::getPriority`). The spec's
+///   `ZE_RESULT_ERROR_INVALID_ENUMERATION` for a value above `PRIORITY_HIGH` comes only from the
+///   loader's validation layer, which is off by default (as for allocation alignment,
+///   `memory.rs`), so every value is accepted here.
+///
+/// Ordering: compute-runtime promises none between priorities. The low-priority context only
+/// carries a scheduling priority for the kernel (`ioctl_helper_i915.cpp` →
+/// `Drm::setLowPriorityContextParam`, context priority -1023 when preemption is supported, on
+/// Meteor/Arrow Lake's i915; `ioctl_helper_xe.cpp` `IoctlHelperXe::setContextProperties`, exec-queue
+/// priority 0 (low), on Lunar/Panther Lake's xe), which the firmware scheduler weighs as it likes;
+/// no rule says ready HIGH or NORMAL work runs before LOW work, and HIGH work on these laptops is
+/// not even on another context than NORMAL work. So the virtual GPU models no ordering by priority:
+/// a LOW queue is independent of the others (its own context in compute-runtime), and a HIGH queue
+/// runs like a NORMAL one. Nothing differs between the profiles, so there is no profile knob. (That
+/// queues sharing one hardware context run strictly one after the other there, one queue's blocked
+/// work holding back the next queue's, is not modelled for any priority: every virtual queue runs
+/// on its own, see [`CommandQueue`].)
+///
+/// The NPU keeps the plain check (what linux-npu-driver does with a priority is not modelled here).
+fn check_queue(driver: objects::DriverKind, ordinal: u32, index: u32, priority: u32) -> ZeResult {
     match queue_groups(driver).get(ordinal as usize) {
         Some(g) if index < g.queues => Ok(()),
+        Some(g)
+            if driver == objects::DriverKind::Gpu
+                && !g.copy_only()
+                && priority == ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_LOW =>
+        {
+            Ok(())
+        }
         _ => Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
     }
 }
@@ -61,8 +108,19 @@ ze_api! {
         let (c, d, o) = unsafe { (context_from(ctx)?, input(desc)?, out(o)?) };
         // SAFETY: as above.
         unsafe { device_in(c.driver(), dev) }?;
-        check_queue(c.driver(), d.ordinal, d.index)?;
-        *o = objects::create(c.driver(), CommandQueue { ordinal: d.ordinal, flags: d.flags, mode: d.mode, inflight: Default::default(), deferred: Default::default() });
+        check_queue(c.driver(), d.ordinal, d.index, d.priority)?;
+        *o = objects::create(
+            c.driver(),
+            CommandQueue {
+                ordinal: d.ordinal,
+                index: d.index,
+                priority: d.priority,
+                flags: d.flags,
+                mode: d.mode,
+                inflight: Default::default(),
+                deferred: Default::default(),
+            },
+        );
         Ok(())
     }
     fn zeCommandQueueDestroy(q: ze_command_queue_handle_t) {
@@ -164,9 +222,17 @@ ze_api! {
         unsafe { *out(o)? = queue_from(q)?.ordinal };
         Ok(())
     }
+    /// The index as the descriptor gave it (compute-runtime `CommandQueue::getIndex`).
     fn zeCommandQueueGetIndex(q: ze_command_queue_handle_t, o: *mut u32) {
         // SAFETY: handle validated; out-parameter from the caller.
-        unsafe { queue_from(q)?; *out(o)? = 0 };
+        unsafe { *out(o)? = queue_from(q)?.index };
+        Ok(())
+    }
+    /// The priority as the descriptor gave it, even one that is no priority (compute-runtime
+    /// `CommandQueue::getPriority`; see [`check_queue`]).
+    fn zeCommandQueueGetPriority(q: ze_command_queue_handle_t, o: *mut ze_command_queue_priority_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        unsafe { *out(o)? = queue_from(q)?.priority };
         Ok(())
     }
 
@@ -177,7 +243,7 @@ ze_api! {
         unsafe { device_in(c.driver(), dev) }?;
         // SAFETY: the descriptor's chain.
         let mutable = unsafe { chain(d.pNext) }.iter().any(|e| e.stype == stypes::MUTABLE_COMMAND_LIST_EXP_DESC);
-        check_queue(c.driver(), d.commandQueueGroupOrdinal, 0)?;
+        check_queue(c.driver(), d.commandQueueGroupOrdinal, 0, ZE_COMMAND_QUEUE_PRIORITY_NORMAL)?;
         let mut l = CommandList::new(c.driver(), false, mutable, d.commandQueueGroupOrdinal);
         l.context = ctx as usize;
         l.device = dev as usize;
@@ -189,9 +255,10 @@ ze_api! {
         let (c, d, o) = unsafe { (context_from(ctx)?, input(desc)?, out(o)?) };
         // SAFETY: as above.
         unsafe { device_in(c.driver(), dev) }?;
-        check_queue(c.driver(), d.ordinal, d.index)?;
+        check_queue(c.driver(), d.ordinal, d.index, d.priority)?;
         let mut l = CommandList::new(c.driver(), true, false, d.ordinal);
         l.synchronous = d.mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+        l.priority = d.priority;
         l.context = ctx as usize;
         l.device = dev as usize;
         *o = objects::create(c.driver(), l);
@@ -235,6 +302,17 @@ ze_api! {
     fn zeCommandListIsImmediate(l: ze_command_list_handle_t, o: *mut ze_bool_t) {
         // SAFETY: handle validated; out-parameter from the caller.
         unsafe { *out(o)? = command_list_from(l)?.is_immediate() as ze_bool_t };
+        Ok(())
+    }
+    /// An immediate list's priority as its descriptor gave it; a regular list has none:
+    /// `INVALID_ARGUMENT` (compute-runtime `CommandList::getImmediatePriority`).
+    fn zeCommandListImmediateGetPriority(l: ze_command_list_handle_t, o: *mut ze_command_queue_priority_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let (l, o) = unsafe { (command_list_from(l)?, out(o)?) };
+        if !l.is_immediate() {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
+        *o = l.priority;
         Ok(())
     }
     /// compute-runtime (`ze_cmdlist_api_entrypoints.cpp` → `CommandList::appendCommandLists`): on a
@@ -1076,5 +1154,302 @@ mod tests {
             assert_eq!(g.maxMemoryFillPatternSize, 4);
             assert_eq!(crate::api::memory::zeMemFree(c, m), ZE_RESULT_SUCCESS);
         }
+    }
+    const PRIORITIES: [u32; 3] = [
+        ZE_COMMAND_QUEUE_PRIORITY_NORMAL,
+        ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_LOW,
+        ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_HIGH,
+    ];
+
+    /// A queue descriptor of `ordinal`, `index` and `priority` (asynchronous).
+    fn queue_desc(ordinal: u32, index: u32, priority: u32) -> ze_command_queue_desc_t {
+        // SAFETY: plain-C descriptor.
+        let mut desc: ze_command_queue_desc_t = unsafe { std::mem::zeroed() };
+        desc.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
+        desc.ordinal = ordinal;
+        desc.index = index;
+        desc.priority = priority;
+        desc
+    }
+
+    fn prio_queue(
+        c: ze_context_handle_t,
+        d: ze_device_handle_t,
+        desc: &ze_command_queue_desc_t,
+    ) -> (ze_result_t, ze_command_queue_handle_t) {
+        let mut q = null_mut();
+        // SAFETY: valid handles, descriptor and out-parameter.
+        (unsafe { zeCommandQueueCreate(c, d, desc, &mut q) }, q)
+    }
+
+    fn prio_immediate(
+        c: ze_context_handle_t,
+        d: ze_device_handle_t,
+        desc: &ze_command_queue_desc_t,
+    ) -> (ze_result_t, ze_command_list_handle_t) {
+        let mut l = null_mut();
+        // SAFETY: valid handles, descriptor and out-parameter.
+        (unsafe { zeCommandListCreateImmediate(c, d, desc, &mut l) }, l)
+    }
+
+    /// Appends a fill of `value` over `len` bytes at `dst` to `l`, waiting for `wait` when given.
+    fn fill(l: ze_command_list_handle_t, dst: usize, value: u8, len: usize, wait: Option<ze_event_handle_t>) {
+        let mut w = wait.unwrap_or(null_mut());
+        let n = wait.is_some() as u32;
+        // SAFETY: valid list; `dst` is a leaked buffer of at least `len` bytes; the pattern is read
+        // during the call.
+        let r = unsafe {
+            zeCommandListAppendMemoryFill(
+                l,
+                dst as *mut c_void,
+                (&value as *const u8).cast(),
+                1,
+                len,
+                null_mut(),
+                n,
+                &mut w,
+            )
+        };
+        assert_eq!(r, ZE_RESULT_SUCCESS);
+    }
+
+    /// A closed regular list of `ordinal` that fills `len` bytes at `dst` with `value`.
+    fn fill_list(
+        c: ze_context_handle_t,
+        d: ze_device_handle_t,
+        ordinal: u32,
+        dst: usize,
+        value: u8,
+        len: usize,
+        wait: Option<ze_event_handle_t>,
+    ) -> ze_command_list_handle_t {
+        let (r, l) = list(c, d, ordinal);
+        assert_eq!(r, ZE_RESULT_SUCCESS);
+        fill(l, dst, value, len, wait);
+        // SAFETY: valid list.
+        assert_eq!(unsafe { zeCommandListClose(l) }, ZE_RESULT_SUCCESS);
+        l
+    }
+
+    /// Queues and immediate lists of each priority, on every GPU group, are created, run their work
+    /// and report their priority as given (compute-runtime `CommandQueue::getPriority`,
+    /// `CommandList::getImmediatePriority`, both in its extension-function table). A value that is
+    /// no priority is not refused: compute-runtime checks it nowhere and treats it as NORMAL (the
+    /// spec's `INVALID_ENUMERATION` is the validation layer's, off by default; see `check_queue`).
+    #[test]
+    fn queues_and_immediate_lists_of_every_priority() {
+        let (c, d) = context(DriverKind::Gpu);
+        let resolve = |name: &str| {
+            let name = std::ffi::CString::new(name).unwrap();
+            let mut f = null_mut();
+            // SAFETY: valid driver handle, NUL-terminated name and out-parameter.
+            let r = unsafe {
+                crate::api::driver::zeDriverGetExtensionFunctionAddress(
+                    driver(DriverKind::Gpu).handle(),
+                    name.as_ptr(),
+                    &mut f,
+                )
+            };
+            assert_eq!(r, ZE_RESULT_SUCCESS);
+            assert!(!f.is_null());
+            f
+        };
+        type GetQ = unsafe extern "C" fn(ze_command_queue_handle_t, *mut ze_command_queue_priority_t) -> ze_result_t;
+        type GetL = unsafe extern "C" fn(ze_command_list_handle_t, *mut ze_command_queue_priority_t) -> ze_result_t;
+        // SAFETY: the driver answers these names with functions of exactly these signatures.
+        let (get_q, get_l): (GetQ, GetL) = unsafe {
+            (
+                std::mem::transmute::<*mut c_void, GetQ>(resolve("zeCommandQueueGetPriority")),
+                std::mem::transmute::<*mut c_void, GetL>(resolve("zeCommandListImmediateGetPriority")),
+            )
+        };
+        let buf = Box::leak(Box::new([0u8; 64]));
+        let dst = buf.as_mut_ptr() as usize;
+        let groups = queue_groups(DriverKind::Gpu).len() as u32;
+        let not_a_priority = ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_HIGH + 1;
+        let mut value = 0u8;
+        for ordinal in 0..groups {
+            for priority in PRIORITIES.into_iter().chain([not_a_priority, 0x7fff_fffe]) {
+                value += 1;
+                let desc = queue_desc(ordinal, 0, priority);
+                let (r, q) = prio_queue(c, d, &desc);
+                assert_eq!(r, ZE_RESULT_SUCCESS, "queue of group {ordinal}, priority {priority}");
+                let mut got = u32::MAX;
+                // SAFETY: valid queue and out-parameter.
+                assert_eq!(unsafe { get_q(q, &mut got) }, ZE_RESULT_SUCCESS);
+                assert_eq!(got, priority, "the queue reports its priority as given");
+                let f = fence(q);
+                let mut l = fill_list(c, d, ordinal, dst, value, 64, None);
+                // SAFETY: valid handles.
+                unsafe {
+                    assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut l, f), ZE_RESULT_SUCCESS);
+                    assert_eq!(zeFenceHostSynchronize(f, u64::MAX), ZE_RESULT_SUCCESS);
+                    assert_eq!(std::ptr::read_volatile(dst as *const u8), value, "the queue ran its list");
+                    // A regular list has no priority.
+                    assert_eq!(get_l(l, &mut got), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                    zeCommandListDestroy(l);
+                    zeFenceDestroy(f);
+                    zeCommandQueueDestroy(q);
+                }
+
+                value += 1;
+                let (r, il) = prio_immediate(c, d, &desc);
+                assert_eq!(r, ZE_RESULT_SUCCESS, "immediate list of group {ordinal}, priority {priority}");
+                // SAFETY: valid list and out-parameter.
+                assert_eq!(unsafe { get_l(il, &mut got) }, ZE_RESULT_SUCCESS);
+                assert_eq!(got, priority, "the immediate list reports its priority as given");
+                fill(il, dst, value, 64, None);
+                // SAFETY: valid list.
+                unsafe {
+                    assert_eq!(zeCommandListHostSynchronize(il, u64::MAX), ZE_RESULT_SUCCESS);
+                    assert_eq!(std::ptr::read_volatile((dst + 63) as *const u8), value, "the immediate list ran");
+                    zeCommandListDestroy(il);
+                }
+            }
+        }
+    }
+
+    /// compute-runtime's `Device::getCsrForOrdinalAndIndex` returns the low-priority context for a
+    /// LOW queue or immediate list of a compute (or render) group before it checks the index, so
+    /// any index is taken there, and reported back as given (`CommandQueue::getIndex`). Everywhere
+    /// else (other priorities, the copy group, the NPU) the index must exist.
+    #[test]
+    fn low_priority_compute_queues_take_any_index() {
+        let (c, d) = context(DriverKind::Gpu);
+        let groups = queue_groups(DriverKind::Gpu);
+        let low = ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_LOW;
+        for (ordinal, g) in groups.iter().enumerate() {
+            let ordinal = ordinal as u32;
+            let past = g.queues + 6;
+            for priority in PRIORITIES {
+                let desc = queue_desc(ordinal, past, priority);
+                let expect = if priority == low && !g.copy_only() {
+                    ZE_RESULT_SUCCESS
+                } else {
+                    ZE_RESULT_ERROR_INVALID_ARGUMENT
+                };
+                let (r, q) = prio_queue(c, d, &desc);
+                assert_eq!(
+                    r,
+                    expect,
+                    "queue: group {ordinal} (copy only: {}), index {past}, priority {priority}",
+                    g.copy_only()
+                );
+                let (ri, il) = prio_immediate(c, d, &desc);
+                assert_eq!(ri, expect, "immediate list: group {ordinal}, index {past}, priority {priority}");
+                if r == ZE_RESULT_SUCCESS {
+                    let mut index = 0;
+                    // SAFETY: valid handles and out-parameter.
+                    unsafe {
+                        assert_eq!(zeCommandQueueGetIndex(q, &mut index), ZE_RESULT_SUCCESS);
+                        assert_eq!(index, past);
+                        zeCommandQueueDestroy(q);
+                        zeCommandListDestroy(il);
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            prio_queue(c, d, &queue_desc(groups.len() as u32, 0, low)).0,
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "the ordinal is still checked"
+        );
+        let (nc, nd) = context(DriverKind::Npu);
+        assert_eq!(
+            prio_queue(nc, nd, &queue_desc(0, 1, low)).0,
+            ZE_RESULT_ERROR_INVALID_ARGUMENT,
+            "the NPU checks the index"
+        );
+    }
+
+    /// No ordering by priority (see `check_queue`): compute-runtime puts LOW compute work on a
+    /// hardware context of its own and only hints its priority to the kernel, so LOW work held
+    /// back by an event holds back no NORMAL or HIGH work, and NORMAL or HIGH work held back holds
+    /// back no LOW work; each runs in order within its own queue or list, and the held-back work
+    /// runs once released. A model that ordered priorities (LOW behind ready NORMAL/HIGH work, or on
+    /// their engine) fails the first half, one that let ready work of a higher priority overtake
+    /// earlier work of its own queue fails the in-order checks.
+    #[test]
+    fn priorities_impose_no_ordering_between_queues() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (c, d) = context(DriverKind::Gpu);
+            let [normal, low, high] = PRIORITIES;
+            let bufs: Vec<usize> = (0..4).map(|_| Box::leak(Box::new([0u8; 32])).as_mut_ptr() as usize).collect();
+            // SAFETY: the buffers are leaked, so every read of them stays valid.
+            let at = |b: usize, i: usize| unsafe { std::ptr::read_volatile((b + i) as *const u8) };
+
+            // A LOW queue held back by an event, then NORMAL and HIGH queues and a HIGH immediate
+            // list on the same compute group with ready work.
+            let (_, e) = event();
+            let (_, ql) = prio_queue(c, d, &queue_desc(0, 0, low));
+            let fl = fence(ql);
+            let mut held = fill_list(c, d, 0, bufs[0], 1, 32, Some(e));
+            let mut after = fill_list(c, d, 0, bufs[0], 2, 8, None);
+            // SAFETY: valid handles.
+            unsafe {
+                assert_eq!(zeCommandQueueExecuteCommandLists(ql, 1, &mut held, null_mut()), ZE_RESULT_SUCCESS);
+                assert_eq!(zeCommandQueueExecuteCommandLists(ql, 1, &mut after, fl), ZE_RESULT_SUCCESS);
+            }
+            for (i, p) in [normal, high].into_iter().enumerate() {
+                let (_, q) = prio_queue(c, d, &queue_desc(0, 0, p));
+                let f = fence(q);
+                let mut l = fill_list(c, d, 0, bufs[1], 10 + i as u8, 32, None);
+                // SAFETY: valid handles.
+                unsafe {
+                    assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut l, f), ZE_RESULT_SUCCESS);
+                    assert_eq!(
+                        zeFenceHostSynchronize(f, u64::MAX),
+                        ZE_RESULT_SUCCESS,
+                        "priority {p} is not held back by LOW work"
+                    );
+                }
+                assert_eq!(at(bufs[1], 0), 10 + i as u8);
+            }
+            let (_, ih) = prio_immediate(c, d, &queue_desc(0, 0, high));
+            fill(ih, bufs[2], 20, 32, None);
+            // SAFETY: valid list.
+            assert_eq!(unsafe { zeCommandListHostSynchronize(ih, u64::MAX) }, ZE_RESULT_SUCCESS);
+            assert_eq!(at(bufs[2], 0), 20, "a HIGH immediate list is not held back by LOW work");
+            // SAFETY: valid fence.
+            assert_eq!(unsafe { zeFenceQueryStatus(fl) }, ZE_RESULT_NOT_READY, "the LOW queue still waits");
+            assert_eq!(at(bufs[0], 0), 0, "LOW work behind the event has not run, nor what followed it");
+            // SAFETY: valid handles.
+            unsafe {
+                assert_eq!(zeEventHostSignal(e), ZE_RESULT_SUCCESS);
+                assert_eq!(zeFenceHostSynchronize(fl, u64::MAX), ZE_RESULT_SUCCESS);
+            }
+            assert_eq!((at(bufs[0], 0), at(bufs[0], 31)), (2, 1), "the LOW queue ran in order once released");
+
+            // The other way round: a HIGH immediate list and a NORMAL queue held back, LOW work ready.
+            let (_, e2) = event();
+            let (_, ih2) = prio_immediate(c, d, &queue_desc(0, 0, high));
+            fill(ih2, bufs[3], 30, 32, Some(e2));
+            fill(ih2, bufs[3], 31, 8, None);
+            let (_, qn) = prio_queue(c, d, &queue_desc(0, 0, normal));
+            let fnorm = fence(qn);
+            let mut ln = fill_list(c, d, 0, bufs[3], 40, 32, Some(e2));
+            // SAFETY: valid handles.
+            unsafe { assert_eq!(zeCommandQueueExecuteCommandLists(qn, 1, &mut ln, fnorm), ZE_RESULT_SUCCESS) };
+            let (_, il) = prio_immediate(c, d, &queue_desc(0, 0, low));
+            fill(il, bufs[2], 50, 32, None);
+            // SAFETY: valid handles.
+            unsafe {
+                assert_eq!(
+                    zeCommandListHostSynchronize(il, u64::MAX),
+                    ZE_RESULT_SUCCESS,
+                    "LOW work is not held back by HIGH or NORMAL work"
+                );
+                assert_eq!(at(bufs[2], 0), 50);
+                assert_eq!(zeCommandListHostSynchronize(ih2, 0), ZE_RESULT_NOT_READY);
+                assert_eq!(zeFenceQueryStatus(fnorm), ZE_RESULT_NOT_READY);
+                assert_eq!(at(bufs[3], 0), 0, "nothing behind the event has run");
+                assert_eq!(zeEventHostSignal(e2), ZE_RESULT_SUCCESS);
+                assert_eq!(zeCommandListHostSynchronize(ih2, u64::MAX), ZE_RESULT_SUCCESS);
+                assert_eq!(zeFenceHostSynchronize(fnorm, u64::MAX), ZE_RESULT_SUCCESS);
+            }
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20)).expect("a queue of one priority hung behind another's");
     }
 }

@@ -204,7 +204,7 @@ pub fn gpu_extensions() -> Vec<(&'static str, u32)> {
 
 /// What the GPU's `zeDriverGetExtensionFunctionAddress` answers: compute-runtime's table
 /// (`extension_function_address.cpp` `ExtensionFunctionAddressHelper::getExtensionFunctionAddress`)
-/// for the names this platform implements (the queue and list getters). Every other name there
+/// for the names this platform implements (the queue and list getters, priorities included). Every other name there
 /// belongs to a withheld extension (see [`gpu_extensions`]) and is `INVALID_ARGUMENT` with NULL, as
 /// compute-runtime answers an unknown name.
 fn gpu_extension_function(name: &CStr) -> Option<*mut c_void> {
@@ -212,10 +212,12 @@ fn gpu_extension_function(name: &CStr) -> Option<*mut c_void> {
     let f: *mut c_void = match name.to_bytes() {
         b"zeCommandQueueGetOrdinal" => zeCommandQueueGetOrdinal as *mut c_void,
         b"zeCommandQueueGetIndex" => zeCommandQueueGetIndex as *mut c_void,
+        b"zeCommandQueueGetPriority" => zeCommandQueueGetPriority as *mut c_void,
         b"zeCommandListGetDeviceHandle" => zeCommandListGetDeviceHandle as *mut c_void,
         b"zeCommandListGetContextHandle" => zeCommandListGetContextHandle as *mut c_void,
         b"zeCommandListGetOrdinal" => zeCommandListGetOrdinal as *mut c_void,
         b"zeCommandListIsImmediate" => zeCommandListIsImmediate as *mut c_void,
+        b"zeCommandListImmediateGetPriority" => zeCommandListImmediateGetPriority as *mut c_void,
         _ => return None,
     };
     Some(f)
