@@ -105,6 +105,16 @@ std::size_t context_native(const SyclContext& context) { return core::native_con
 
 std::size_t context_device_count(const SyclContext& context) { return context.context.get_devices().size(); }
 
+std::unique_ptr<SyclContext> adopt_context(std::size_t address) {
+  return std::make_unique<SyclContext>(SyclContext{*reinterpret_cast<const sycl::context*>(address)});
+}
+
+rust::Vec<std::size_t> context_native_devices(const SyclContext& context) {
+  rust::Vec<std::size_t> out;
+  for (const auto& d : context.context.get_devices()) out.push_back(core::native_device(d));
+  return out;
+}
+
 std::unique_ptr<SyclQueue> make_in_order_queue(const SyclContext& context, const SyclDevice& device) {
   return std::make_unique<SyclQueue>(SyclQueue{core::make_in_order_queue(context.context, device.device)});
 }

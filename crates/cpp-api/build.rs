@@ -11,9 +11,11 @@ fn main() {
     if std::env::var_os("DOCS_RS").is_some() {
         return;
     }
-    let openvino = native_finder::find_openvino().unwrap_or_else(|nf| panic!("the C++ API needs OpenVINO's headers: {nf}"));
+    let openvino =
+        native_finder::find_openvino().unwrap_or_else(|nf| panic!("the C++ API needs OpenVINO's headers: {nf}"));
     let ov_include = openvino.include_dir.clone().expect("OpenVINO's include directory");
-    let sycl = native_finder::find_sycl().unwrap_or_else(|nf| panic!("the C++ API needs the SYCL runtime's headers: {nf}"));
+    let sycl =
+        native_finder::find_sycl().unwrap_or_else(|nf| panic!("the C++ API needs the SYCL runtime's headers: {nf}"));
     let sycl_include = sycl.include_dir.clone().expect("the SYCL finder always sets include_dir");
 
     let source = root.join("cpp/npu_api.cpp");

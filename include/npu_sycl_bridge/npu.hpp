@@ -223,15 +223,17 @@ class SharedTensor {
   /// an imported dma-buf).
   void* data() const;
   std::size_t byte_size() const;
-  /// The strategy that made it; imports of the program's memory report dma_buf (SYCL memory) or
-  /// throw no error but have has_strategy() false (host memory, dma-buf fds).
+  /// Whether it has a SYCL side: true for strategies' tensors and import_sycl (kind() dma_buf),
+  /// false for import_host and import_dma_buf.
   bool has_strategy() const;
+  /// The strategy that made it; throws ErrorKind::invalid_argument when has_strategy() is false.
   StrategyKind kind() const;
   bool zero_copy() const;
   /// A CPU_VA import made with TensorType::input: the NPU may only read it.
   bool read_only_for_npu() const;
 
-  /// SYCL copies into / out of the tensor, waited for; refused while an inference runs that uses it.
+  /// SYCL copies into / out of the tensor, waited for; refused (ErrorKind::invalid_argument) while an
+  /// inference that uses it runs, and for tensors without a SYCL side.
   void write(const void* src, std::size_t bytes, std::size_t offset = 0);
   void read(void* dst, std::size_t bytes, std::size_t offset = 0) const;
 

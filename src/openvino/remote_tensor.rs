@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use openvino_sys as sys;
 
-use super::properties::parse_pointer;
 use super::external::ExternalTensor;
+use super::properties::parse_pointer;
 use super::tensor::TensorHandle;
 use super::{check, parse_params, take_ov_string, ElementType, RemoteContext, Shape};
 use crate::error::Result;

@@ -181,7 +181,8 @@ fn test(extra: &[String]) -> Result<(), String> {
     sanitized_cpp_tests()
 }
 
-/// The C++ core (cpp/sycl_core.cpp) and its tests built with AddressSanitizer and
+/// The C++ code (the SYCL core, the cxx shim and the C++ API, which cargo compiles there with the
+/// sanitizers in `CXXFLAGS`) and the C++ core's tests built with AddressSanitizer and
 /// UndefinedBehaviorSanitizer (`-DNPU_SYCL_BRIDGE_SANITIZE=ON`, in `target/cmake-asan`) and run once
 /// against the virtual GPU under both DPC++ adapters, leak checking on. The tests that load OpenVINO
 /// are left out: its oneTBB opens `libtbbbind` with `RTLD_DEEPBIND`, which AddressSanitizer refuses,

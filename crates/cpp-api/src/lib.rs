@@ -22,8 +22,8 @@ use cxx::UniquePtr;
 use npu_sycl_bridge::memory::RawMemory;
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{
-    ElementType, ExternalContext, ExternalTensor, KeepAlive, RemoteContext, RemoteTensor, Shape,
-    TensorProperties, TensorType,
+    ElementType, ExternalContext, ExternalTensor, KeepAlive, RemoteContext, RemoteTensor, Shape, TensorProperties,
+    TensorType,
 };
 use npu_sycl_bridge::pool::NpuPool;
 use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
@@ -84,8 +84,11 @@ mod ffi {
 
         /// Unsafe: `sycl_context` is the address of a live `sycl::context`, `sycl_device` a
         /// `ze_device_handle_t` of one of its devices.
-        unsafe fn npu_open(context: UniquePtr<OvContext>, sycl_context: usize, sycl_device: usize)
-            -> Result<Box<NpuState>>;
+        unsafe fn npu_open(
+            context: UniquePtr<OvContext>,
+            sycl_context: usize,
+            sycl_device: usize,
+        ) -> Result<Box<NpuState>>;
         fn npu_describe(npu: &NpuState) -> String;
 
         fn strategy_auto(npu: &NpuState) -> Result<Box<StrategyState>>;
@@ -377,10 +380,9 @@ fn tensor_type(code: u8) -> npu_sycl_bridge::Result<TensorType> {
 }
 
 fn strategy_kind_from(code: u8) -> npu_sycl_bridge::Result<StrategyKind> {
-    StrategyKind::ALL
-        .into_iter()
-        .find(|k| kind_code(*k) == code)
-        .ok_or_else(|| Error::invalid_argument(format!("strategy kind {code} is not one of the C++ StrategyKind values")))
+    StrategyKind::ALL.into_iter().find(|k| kind_code(*k) == code).ok_or_else(|| {
+        Error::invalid_argument(format!("strategy kind {code} is not one of the C++ StrategyKind values"))
+    })
 }
 
 fn kind_code(kind: StrategyKind) -> u8 {
