@@ -1075,31 +1075,60 @@ const USAGE: &str = "usage: npu-sycl-doctor [--json] [--virtual]
   --virtual  use the virtual Level Zero platform even when an Intel NPU is present
 exit status: 0 when at least one SYCL <-> NPU strategy works end to end, 1 when none does, 2 for usage errors";
 
-fn main() {
-    let mut as_json = false;
-    let mut force_virtual = false;
-    for a in std::env::args().skip(1) {
-        match a.as_str() {
-            "--json" => as_json = true,
-            "--virtual" => force_virtual = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return;
-            }
-            other => {
-                eprintln!("npu-sycl-doctor: unknown argument {other:?}\n{USAGE}");
-                std::process::exit(2);
-            }
+/// What a run reports, and where.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Options {
+    json: bool,
+    force_virtual: bool,
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Command {
+    Run(Options),
+    Help,
+}
+
+/// A command line the doctor does not understand: what is wrong with it, printed before the usage.
+#[derive(Debug, PartialEq, Eq)]
+struct UsageError(String);
+
+/// The command line, in order: the first `-h`/`--help` or the first unknown argument decides.
+/// Arguments are taken as the OS gives them: one that is not UTF-8 is an unknown argument, not a
+/// panic (`std::env::args` panics on it).
+fn parse_args<I: IntoIterator<Item = std::ffi::OsString>>(args: I) -> Result<Command, UsageError> {
+    let mut o = Options::default();
+    for a in args {
+        match a.to_str() {
+            Some("--json") => o.json = true,
+            Some("--virtual") => o.force_virtual = true,
+            Some("-h" | "--help") => return Ok(Command::Help),
+            _ => return Err(UsageError(format!("unknown argument {:?}", a.to_string_lossy()))),
         }
     }
-    let report = match gather(force_virtual) {
+    Ok(Command::Run(o))
+}
+
+fn main() {
+    let options = match parse_args(std::env::args_os().skip(1)) {
+        Ok(Command::Run(o)) => o,
+        Ok(Command::Help) => {
+            println!("{USAGE}");
+            return;
+        }
+        Err(UsageError(what)) => {
+            eprintln!("npu-sycl-doctor: {what}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    let report = match gather(options.force_virtual) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("npu-sycl-doctor: {e:#}");
             std::process::exit(1);
         }
     };
-    if as_json {
+    if options.json {
         let mut s = String::new();
         json(&report).write(&mut s, 0);
         println!("{s}");
@@ -1108,5 +1137,84 @@ fn main() {
     }
     if report.working().is_empty() {
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    use proptest::prelude::*;
+
+    use super::{parse_args, Command, Options, UsageError};
+
+    fn args(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn known_command_lines() {
+        let run = |json, force_virtual| Ok(Command::Run(Options { json, force_virtual }));
+        assert_eq!(parse_args(args(&[])), run(false, false));
+        assert_eq!(parse_args(args(&["--json"])), run(true, false));
+        assert_eq!(parse_args(args(&["--virtual", "--json", "--virtual"])), run(true, true));
+        assert_eq!(parse_args(args(&["--json", "-h", "--bogus"])), Ok(Command::Help));
+        let e = parse_args(args(&["--json", "--bogus", "--help"])).unwrap_err();
+        assert!(e.0.contains("\"--bogus\""), "{e:?}");
+        // Not UTF-8: a usage error naming the argument, not a panic.
+        let e = parse_args(vec![OsString::from_vec(vec![b'-', b'-', 0xff])]).unwrap_err();
+        assert!(e.0.contains("--\u{fffd}"), "{e:?}");
+    }
+
+    /// One argument: a known flag, a near miss, any string, or any bytes (not UTF-8 included).
+    fn arg() -> impl Strategy<Value = OsString> {
+        prop_oneof![
+            prop::sample::select(vec!["--json", "--virtual", "-h", "--help"]).prop_map(OsString::from),
+            prop::sample::select(vec![
+                "",
+                "-",
+                "--",
+                "--JSON",
+                "--json=1",
+                "-j",
+                "json",
+                "--virtual ",
+                "---help",
+                "-help",
+                "--h",
+                "-hh",
+            ])
+            .prop_map(OsString::from),
+            any::<String>().prop_map(OsString::from),
+            prop::collection::vec(any::<u8>(), 0..12).prop_map(OsString::from_vec),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Any argv: never a panic; a run only when every argument is a known flag, help only when
+        /// `-h`/`--help` comes before any unknown argument, and otherwise a usage error that names
+        /// the first unknown argument.
+        #[test]
+        fn any_command_line_is_a_run_help_or_usage_error(argv in prop::collection::vec(arg(), 0..6)) {
+            let known = |a: &OsString| matches!(a.to_str(), Some("--json" | "--virtual"));
+            let help = |a: &OsString| matches!(a.to_str(), Some("-h" | "--help"));
+            let first_other = argv.iter().position(|a| !known(a));
+            match parse_args(argv.clone()) {
+                Ok(Command::Run(o)) => {
+                    prop_assert!(first_other.is_none());
+                    prop_assert_eq!(o.json, argv.iter().any(|a| a == "--json"));
+                    prop_assert_eq!(o.force_virtual, argv.iter().any(|a| a == "--virtual"));
+                }
+                Ok(Command::Help) => prop_assert!(help(&argv[first_other.unwrap()])),
+                Err(UsageError(what)) => {
+                    let bad = &argv[first_other.unwrap()];
+                    prop_assert!(!help(bad));
+                    prop_assert_eq!(what, format!("unknown argument {:?}", bad.to_string_lossy()));
+                }
+            }
+        }
     }
 }
