@@ -21,7 +21,8 @@
 //! system `libze_loader.so.1` opens, otherwise the virtual platform, which the report says first.
 //! `--virtual` forces the virtual platform.
 //!
-//! `--json` prints one JSON object instead of the table (same facts, same words for the statuses).
+//! `--json` prints one JSON object instead of the table (same facts, same words for the statuses),
+//! and nothing else on stdout: what the runtimes print themselves goes to stderr then.
 //!
 //! The crate always enables npu-sycl-bridge's feature `sycl`: without SYCL there is no strategy to
 //! try, and a doctor that cannot try them would only be guessing. Without an Intel NPU it runs on the
@@ -155,7 +156,8 @@ struct DriverInfo {
     api_version: String,
     extensions: Vec<(String, u32)>,
     devices: Vec<DeviceInfo>,
-    /// The SYCL platform wrapping this driver: `Ok(Some((index, name)))`, `Ok(None)` = not a SYCL platform.
+    /// The SYCL platform wrapping this driver: `Ok(Some((index, name)))`, `Ok(None)` = not a SYCL platform
+    /// (a driver without a GPU device), `Err` = none although the driver has a GPU device, or the lookup failed.
     sycl_platform: Result<Option<(usize, String)>, String>,
 }
 
@@ -175,7 +177,9 @@ impl DriverInfo {
 struct OpenVinoInfo {
     version: Result<String, String>,
     devices: Result<Vec<String>, String>,
-    npu_name: Option<String>,
+    /// The NPU's FULL_DEVICE_NAME; `Err` when OpenVINO cannot answer it (no NPU plugin or device,
+    /// or the plugin failed to start: OpenVINO then leaves NPU out of `devices` without saying why).
+    npu_name: Result<String, String>,
 }
 
 struct NpuInfo {
@@ -324,9 +328,15 @@ fn drivers() -> Result<Vec<DriverInfo>, Error> {
                 device_id: p.device_id,
             });
         }
-        let sycl_platform = Platform::find_by_native_driver(d.as_raw())
-            .map(|p| p.map(|p| (p.index, p.name)))
-            .map_err(|e| e.to_string());
+        let has_gpu = devices.iter().any(|x| x.kind == "GPU");
+        let sycl_platform = match Platform::find_by_native_driver(d.as_raw()) {
+            Ok(Some(p)) => Ok(Some((p.index, p.name))),
+            // DPC++ makes a platform of every Level Zero driver with a GPU device unless something
+            // left it out: saying "not a SYCL platform" there would hide why SYCL has no GPU.
+            Ok(None) if has_gpu => Err(gpu_driver_without_platform()),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        };
         out.push(DriverInfo {
             index,
             uuid: uuid(&props.uuid),
@@ -339,6 +349,17 @@ fn drivers() -> Result<Vec<DriverInfo>, Error> {
         });
     }
     Ok(out)
+}
+
+/// Why a Level Zero driver with a GPU device is no SYCL platform, as far as the doctor can tell.
+fn gpu_driver_without_platform() -> String {
+    let why = match std::env::var("ONEAPI_DEVICE_SELECTOR") {
+        Ok(sel) => format!("ONEAPI_DEVICE_SELECTOR={sel:?} may exclude it"),
+        Err(_) => "its Level Zero adapter left the driver out: it does so when one of the driver's calls fails \
+                   during SYCL's start or the driver is one it does not support"
+            .to_string(),
+    };
+    format!("the driver has a GPU device, but DPC++ made no SYCL platform of it ({why})")
 }
 
 fn sycl_platforms() -> Result<Vec<SyclPlatformInfo>, Error> {
@@ -555,14 +576,24 @@ fn gather(force_virtual: bool) -> Result<Report> {
     let sycl = sycl_platforms().map_err(|e| e.to_string());
 
     let core = Core::new();
-    let openvino = OpenVinoInfo {
-        version: Core::version().map_err(|e| e.to_string()),
-        devices: match &core {
-            Ok(c) => c.available_devices().map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        },
-        npu_name: core.as_ref().ok().and_then(|c| c.property("NPU", "FULL_DEVICE_NAME").ok()),
+    let devices = match &core {
+        Ok(c) => c.available_devices().map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
     };
+    let npu_name = match &core {
+        Ok(c) => c.property("NPU", "FULL_DEVICE_NAME").map_err(|e| {
+            // OpenVINO leaves a device out of its list, without a word, when its plugin finds none
+            // or fails to start; the NPU row says it.
+            let listed = devices.as_ref().is_ok_and(|d| d.iter().any(|d| d.starts_with("NPU")));
+            if listed {
+                e.to_string()
+            } else {
+                format!("OpenVINO lists no NPU device (its NPU plugin found none or failed to start): {e}")
+            }
+        }),
+        Err(e) => Err(e.to_string()),
+    };
+    let openvino = OpenVinoInfo { version: Core::version().map_err(|e| e.to_string()), devices, npu_name };
 
     let m = models::fully_connected();
     let mut strategies = Vec::new();
@@ -785,8 +816,13 @@ fn table(r: &Report) -> String {
             let _ = writeln!(o, "  devices  error: {e}");
         }
     }
-    if let Some(n) = &r.openvino.npu_name {
-        let _ = writeln!(o, "  NPU      {n}");
+    match &r.openvino.npu_name {
+        Ok(n) => {
+            let _ = writeln!(o, "  NPU      {n}");
+        }
+        Err(e) => {
+            let _ = writeln!(o, "  NPU      error: {e}");
+        }
     }
     match &r.npu {
         Ok(n) => {
@@ -1001,7 +1037,13 @@ fn json(r: &Report) -> Json {
                         Err(e) => err_or(e),
                     },
                 ),
-                ("npu_full_name", Json::opt_str(r.openvino.npu_name.clone())),
+                (
+                    "npu_full_name",
+                    match &r.openvino.npu_name {
+                        Ok(n) => Json::str(n.clone()),
+                        Err(e) => err_or(e),
+                    },
+                ),
             ]),
         ),
         (
@@ -1109,6 +1151,22 @@ fn parse_args<I: IntoIterator<Item = std::ffi::OsString>>(args: I) -> Result<Com
     Ok(Command::Run(o))
 }
 
+/// With `--json`, stdout must carry the one JSON object and nothing else, but the runtimes write
+/// to the process's stdout on their own (OpenVINO's NPU plugin logs the Level Zero errors it meets
+/// there, e.g. a failed `zeMemFree`). So the report keeps a duplicate of stdout for itself and fd 1
+/// is pointed at stderr for the rest of the run: what the runtimes print lands there.
+fn stdout_for_the_report() -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let out = std::io::stdout().as_fd().try_clone_to_owned()?;
+    let err = std::io::stderr();
+    // SAFETY: dup2 of two fds this process has open (stderr onto fd 1); no Rust object owns fd 1
+    // (std's stdout only writes to the number), and `out` keeps the original stdout open.
+    if unsafe { libc::dup2(err.as_fd().as_raw_fd(), 1) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(std::fs::File::from(out))
+}
+
 fn main() {
     let options = match parse_args(std::env::args_os().skip(1)) {
         Ok(Command::Run(o)) => o,
@@ -1121,6 +1179,8 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // Taken before anything loads a runtime; without it (stdout closed?) the JSON goes to stdout as is.
+    let report_out = if options.json { stdout_for_the_report().ok() } else { None };
     let report = match gather(options.force_virtual) {
         Ok(r) => r,
         Err(e) => {
@@ -1131,7 +1191,15 @@ fn main() {
     if options.json {
         let mut s = String::new();
         json(&report).write(&mut s, 0);
-        println!("{s}");
+        s.push('\n');
+        let written = match report_out {
+            Some(mut f) => std::io::Write::write_all(&mut f, s.as_bytes()),
+            None => std::io::Write::write_all(&mut std::io::stdout(), s.as_bytes()),
+        };
+        if let Err(e) = written {
+            eprintln!("npu-sycl-doctor: writing the report: {e}");
+            std::process::exit(1);
+        }
     } else {
         print!("{}", table(&report));
     }
