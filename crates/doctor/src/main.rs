@@ -761,7 +761,7 @@ fn table(r: &Report) -> String {
                 let sycl = match &d.sycl_platform {
                     Ok(Some((i, _))) => format!("yes (platform {i})"),
                     Ok(None) => "no".to_string(),
-                    Err(e) => format!("error: {e}"),
+                    Err(_) => "error (see below)".to_string(),
                 };
                 let devs: Vec<String> = d.devices.iter().map(|x| format!("{} {:?}", x.kind, x.name)).collect();
                 let _ = writeln!(
@@ -801,6 +801,12 @@ fn table(r: &Report) -> String {
                     "  not a SYCL platform: {} — DPC++ makes platforms only of drivers with a GPU device",
                     hidden.join(", ")
                 );
+            }
+            for d in ds {
+                if let Err(e) = &d.sycl_platform {
+                    let _ = writeln!(o, "  driver {} ({}) SYCL platform: error:", d.index, d.kind());
+                    o.push_str(&wrap(e, 100, "    "));
+                }
             }
         }
     }

@@ -221,6 +221,15 @@ fn doctor_exits_non_zero_when_no_strategy_works() {
     assert_eq!(run.code, Some(1), "{}", run.context());
     assert!(run.stdout.contains("RESULT: no SYCL ⇄ NPU sharing strategy works here"), "{}", run.context());
     assert!(strategy_rows(&run.stdout).iter().all(|r| r.2 == "not run"), "{}", run.context());
+    // The GPU driver is no SYCL platform here, and the report says why rather than "not a SYCL platform".
+    assert!(
+        run.stdout.contains("driver 0 (GPU) SYCL platform: error:")
+            && run.stdout.split_whitespace().collect::<Vec<_>>().join(" ").contains(
+                "the driver has a GPU device, but DPC++ made no SYCL platform of it (ONEAPI_DEVICE_SELECTOR=\"opencl:*\""
+            ),
+        "{}",
+        run.context()
+    );
 
     let bad = doctor(&["--no-such-flag"]);
     assert_eq!(bad.code, Some(2), "{}", bad.context());
