@@ -34,24 +34,6 @@ const CALLS_ENV: &str = "NPU_SYCL_BRIDGE_FAULT_CALLS";
 const BEGIN: &str = "FAULT-SWEEP-BEGIN";
 const END: &str = "FAULT-SWEEP-END";
 
-/// What the real drivers return when a call of this kind fails.
-fn error_for(function: &str) -> u32 {
-    const OUT_OF_HOST_MEMORY: u32 = 0x7000_0002;
-    const OUT_OF_DEVICE_MEMORY: u32 = 0x7000_0003;
-    const DEVICE_LOST: u32 = 0x7000_0001;
-    const UNKNOWN: u32 = 0x7fff_fffe;
-    match function {
-        "zeMemAllocHost" => OUT_OF_HOST_MEMORY,
-        f if f.starts_with("zeMemAlloc") || f.starts_with("zeMemImport") => OUT_OF_DEVICE_MEMORY,
-        f if f.contains("Create") => OUT_OF_HOST_MEMORY,
-        "zeCommandQueueExecuteCommandLists"
-        | "zeFenceHostSynchronize"
-        | "zeEventHostSynchronize"
-        | "zeCommandQueueSynchronize" => DEVICE_LOST,
-        _ => UNKNOWN,
-    }
-}
-
 /// Failing these leaves their object alive by definition (the driver did not free it).
 fn releases(function: &str) -> bool {
     function.contains("Destroy") || function == "zeMemFree" || function.contains("Close")
@@ -178,7 +160,7 @@ fn child() {
     for call in calls.split(',').filter(|c| !c.is_empty()) {
         let (function, nth) = call.split_once(':').expect("function:nth");
         let nth: u64 = nth.parse().unwrap();
-        let code = error_for(function);
+        let code = testkit::virtual_platform::driver_error_for(function);
         println!("INJECT {function} {nth} {code:#x}");
         let before = resources();
         platform.inject_fault(function, nth, code).unwrap();

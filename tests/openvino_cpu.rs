@@ -419,3 +419,15 @@ fn library_error_child() {
     assert!(msg.contains("cargo xtask setup"), "{msg}");
     assert!(npu_sycl_bridge::openvino::library_path().is_none());
 }
+
+#[test]
+fn a_scalar_tensor_reports_its_rank_0_shape() {
+    // OpenVINO's C API refuses to hand out a rank-0 shape (ov_tensor_get_shape fails with
+    // INVALID_C_PARAM for every scalar); the crate answers the scalar's shape itself. Found by
+    // tests/npu_fd_fuzz.rs (a scalar tensor over a dma-buf).
+    let t = Tensor::from_bytes(ElementType::F32, Shape::new(&[]), &1.5f32.to_le_bytes()).unwrap();
+    assert_eq!(t.shape().unwrap(), Shape::new(&[]));
+    assert_eq!(t.byte_size().unwrap(), 4);
+    let one = Tensor::from_bytes(ElementType::F32, Shape::new(&[1]), &1.5f32.to_le_bytes()).unwrap();
+    assert_eq!(one.shape().unwrap(), Shape::new(&[1]), "rank 1 keeps its shape");
+}

@@ -136,9 +136,25 @@ impl TensorHandle {
         }
         let mut s = sys::ov_shape_t { rank: 0, dims: std::ptr::null_mut() };
         // SAFETY: ptr is a live tensor; s is a valid out-pointer.
-        check(unsafe { sys::ov_tensor_get_shape(self.as_ptr(), &mut s) }, || "ov_tensor_get_shape".into())?;
+        let status = unsafe { sys::ov_tensor_get_shape(self.as_ptr(), &mut s) };
+        // OpenVINO's C API cannot hand out a rank-0 shape: ov_tensor_get_shape makes its result with
+        // ov_shape_create, which refuses rank 0 (INVALID_C_PARAM, nothing allocated), so every
+        // scalar tensor's shape query fails. The tensor pointer is never null here, and a tensor of
+        // rank 1 or more always has a shape to give: the refused one of one element is the scalar.
+        if status == sys::ov_status_e::INVALID_C_PARAM && self.element_count()? == 1 {
+            return Ok(Shape::new(&[]));
+        }
+        check(status, || "ov_tensor_get_shape".into())?;
         // SAFETY: s was filled by the successful call above and is freed only by take_sys.
         Ok(unsafe { Shape::take_sys(s) })
+    }
+
+    /// The number of elements (`ov_tensor_get_size`).
+    fn element_count(&self) -> Result<usize> {
+        let mut n = 0usize;
+        // SAFETY: ptr is a live tensor; n is a valid out-pointer.
+        check(unsafe { sys::ov_tensor_get_size(self.as_ptr(), &mut n) }, || "ov_tensor_get_size".into())?;
+        Ok(n)
     }
 
     pub(crate) fn byte_size(&self) -> Result<usize> {

@@ -21,7 +21,8 @@
 //! system `libze_loader.so.1` opens, otherwise the virtual platform, which the report says first.
 //! `--virtual` forces the virtual platform.
 //!
-//! `--json` prints one JSON object instead of the table (same facts, same words for the statuses).
+//! `--json` prints one JSON object instead of the table (same facts, same words for the statuses),
+//! and nothing else on stdout: what the runtimes print themselves goes to stderr then.
 //!
 //! The crate always enables npu-sycl-bridge's feature `sycl`: without SYCL there is no strategy to
 //! try, and a doctor that cannot try them would only be guessing. Without an Intel NPU it runs on the
@@ -155,7 +156,8 @@ struct DriverInfo {
     api_version: String,
     extensions: Vec<(String, u32)>,
     devices: Vec<DeviceInfo>,
-    /// The SYCL platform wrapping this driver: `Ok(Some((index, name)))`, `Ok(None)` = not a SYCL platform.
+    /// The SYCL platform wrapping this driver: `Ok(Some((index, name)))`, `Ok(None)` = not a SYCL platform
+    /// (a driver without a GPU device), `Err` = none although the driver has a GPU device, or the lookup failed.
     sycl_platform: Result<Option<(usize, String)>, String>,
 }
 
@@ -175,7 +177,9 @@ impl DriverInfo {
 struct OpenVinoInfo {
     version: Result<String, String>,
     devices: Result<Vec<String>, String>,
-    npu_name: Option<String>,
+    /// The NPU's FULL_DEVICE_NAME; `Err` when OpenVINO cannot answer it (no NPU plugin or device,
+    /// or the plugin failed to start: OpenVINO then leaves NPU out of `devices` without saying why).
+    npu_name: Result<String, String>,
 }
 
 struct NpuInfo {
@@ -324,9 +328,15 @@ fn drivers() -> Result<Vec<DriverInfo>, Error> {
                 device_id: p.device_id,
             });
         }
-        let sycl_platform = Platform::find_by_native_driver(d.as_raw())
-            .map(|p| p.map(|p| (p.index, p.name)))
-            .map_err(|e| e.to_string());
+        let has_gpu = devices.iter().any(|x| x.kind == "GPU");
+        let sycl_platform = match Platform::find_by_native_driver(d.as_raw()) {
+            Ok(Some(p)) => Ok(Some((p.index, p.name))),
+            // DPC++ makes a platform of every Level Zero driver with a GPU device unless something
+            // left it out: saying "not a SYCL platform" there would hide why SYCL has no GPU.
+            Ok(None) if has_gpu => Err(gpu_driver_without_platform()),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        };
         out.push(DriverInfo {
             index,
             uuid: uuid(&props.uuid),
@@ -339,6 +349,17 @@ fn drivers() -> Result<Vec<DriverInfo>, Error> {
         });
     }
     Ok(out)
+}
+
+/// Why a Level Zero driver with a GPU device is no SYCL platform, as far as the doctor can tell.
+fn gpu_driver_without_platform() -> String {
+    let why = match std::env::var("ONEAPI_DEVICE_SELECTOR") {
+        Ok(sel) => format!("ONEAPI_DEVICE_SELECTOR={sel:?} may exclude it"),
+        Err(_) => "its Level Zero adapter left the driver out: it does so when one of the driver's calls fails \
+                   during SYCL's start or the driver is one it does not support"
+            .to_string(),
+    };
+    format!("the driver has a GPU device, but DPC++ made no SYCL platform of it ({why})")
 }
 
 fn sycl_platforms() -> Result<Vec<SyclPlatformInfo>, Error> {
@@ -555,14 +576,24 @@ fn gather(force_virtual: bool) -> Result<Report> {
     let sycl = sycl_platforms().map_err(|e| e.to_string());
 
     let core = Core::new();
-    let openvino = OpenVinoInfo {
-        version: Core::version().map_err(|e| e.to_string()),
-        devices: match &core {
-            Ok(c) => c.available_devices().map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        },
-        npu_name: core.as_ref().ok().and_then(|c| c.property("NPU", "FULL_DEVICE_NAME").ok()),
+    let devices = match &core {
+        Ok(c) => c.available_devices().map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
     };
+    let npu_name = match &core {
+        Ok(c) => c.property("NPU", "FULL_DEVICE_NAME").map_err(|e| {
+            // OpenVINO leaves a device out of its list, without a word, when its plugin finds none
+            // or fails to start; the NPU row says it.
+            let listed = devices.as_ref().is_ok_and(|d| d.iter().any(|d| d.starts_with("NPU")));
+            if listed {
+                e.to_string()
+            } else {
+                format!("OpenVINO lists no NPU device (its NPU plugin found none or failed to start): {e}")
+            }
+        }),
+        Err(e) => Err(e.to_string()),
+    };
+    let openvino = OpenVinoInfo { version: Core::version().map_err(|e| e.to_string()), devices, npu_name };
 
     let m = models::fully_connected();
     let mut strategies = Vec::new();
@@ -730,7 +761,7 @@ fn table(r: &Report) -> String {
                 let sycl = match &d.sycl_platform {
                     Ok(Some((i, _))) => format!("yes (platform {i})"),
                     Ok(None) => "no".to_string(),
-                    Err(e) => format!("error: {e}"),
+                    Err(_) => "error (see below)".to_string(),
                 };
                 let devs: Vec<String> = d.devices.iter().map(|x| format!("{} {:?}", x.kind, x.name)).collect();
                 let _ = writeln!(
@@ -771,6 +802,12 @@ fn table(r: &Report) -> String {
                     hidden.join(", ")
                 );
             }
+            for d in ds {
+                if let Err(e) = &d.sycl_platform {
+                    let _ = writeln!(o, "  driver {} ({}) SYCL platform: error:", d.index, d.kind());
+                    o.push_str(&wrap(e, 100, "    "));
+                }
+            }
         }
     }
 
@@ -785,8 +822,13 @@ fn table(r: &Report) -> String {
             let _ = writeln!(o, "  devices  error: {e}");
         }
     }
-    if let Some(n) = &r.openvino.npu_name {
-        let _ = writeln!(o, "  NPU      {n}");
+    match &r.openvino.npu_name {
+        Ok(n) => {
+            let _ = writeln!(o, "  NPU      {n}");
+        }
+        Err(e) => {
+            let _ = writeln!(o, "  NPU      error: {e}");
+        }
     }
     match &r.npu {
         Ok(n) => {
@@ -1001,7 +1043,13 @@ fn json(r: &Report) -> Json {
                         Err(e) => err_or(e),
                     },
                 ),
-                ("npu_full_name", Json::opt_str(r.openvino.npu_name.clone())),
+                (
+                    "npu_full_name",
+                    match &r.openvino.npu_name {
+                        Ok(n) => Json::str(n.clone()),
+                        Err(e) => err_or(e),
+                    },
+                ),
             ]),
         ),
         (
@@ -1075,38 +1123,172 @@ const USAGE: &str = "usage: npu-sycl-doctor [--json] [--virtual]
   --virtual  use the virtual Level Zero platform even when an Intel NPU is present
 exit status: 0 when at least one SYCL <-> NPU strategy works end to end, 1 when none does, 2 for usage errors";
 
-fn main() {
-    let mut as_json = false;
-    let mut force_virtual = false;
-    for a in std::env::args().skip(1) {
-        match a.as_str() {
-            "--json" => as_json = true,
-            "--virtual" => force_virtual = true,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return;
-            }
-            other => {
-                eprintln!("npu-sycl-doctor: unknown argument {other:?}\n{USAGE}");
-                std::process::exit(2);
-            }
+/// What a run reports, and where.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Options {
+    json: bool,
+    force_virtual: bool,
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Command {
+    Run(Options),
+    Help,
+}
+
+/// A command line the doctor does not understand: what is wrong with it, printed before the usage.
+#[derive(Debug, PartialEq, Eq)]
+struct UsageError(String);
+
+/// The command line, in order: the first `-h`/`--help` or the first unknown argument decides.
+/// Arguments are taken as the OS gives them: one that is not UTF-8 is an unknown argument, not a
+/// panic (`std::env::args` panics on it).
+fn parse_args<I: IntoIterator<Item = std::ffi::OsString>>(args: I) -> Result<Command, UsageError> {
+    let mut o = Options::default();
+    for a in args {
+        match a.to_str() {
+            Some("--json") => o.json = true,
+            Some("--virtual") => o.force_virtual = true,
+            Some("-h" | "--help") => return Ok(Command::Help),
+            _ => return Err(UsageError(format!("unknown argument {:?}", a.to_string_lossy()))),
         }
     }
-    let report = match gather(force_virtual) {
+    Ok(Command::Run(o))
+}
+
+/// With `--json`, stdout must carry the one JSON object and nothing else, but the runtimes write
+/// to the process's stdout on their own (OpenVINO's NPU plugin logs the Level Zero errors it meets
+/// there, e.g. a failed `zeMemFree`). So the report keeps a duplicate of stdout for itself and fd 1
+/// is pointed at stderr for the rest of the run: what the runtimes print lands there.
+fn stdout_for_the_report() -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let out = std::io::stdout().as_fd().try_clone_to_owned()?;
+    let err = std::io::stderr();
+    // SAFETY: dup2 of two fds this process has open (stderr onto fd 1); no Rust object owns fd 1
+    // (std's stdout only writes to the number), and `out` keeps the original stdout open.
+    if unsafe { libc::dup2(err.as_fd().as_raw_fd(), 1) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(std::fs::File::from(out))
+}
+
+fn main() {
+    let options = match parse_args(std::env::args_os().skip(1)) {
+        Ok(Command::Run(o)) => o,
+        Ok(Command::Help) => {
+            println!("{USAGE}");
+            return;
+        }
+        Err(UsageError(what)) => {
+            eprintln!("npu-sycl-doctor: {what}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    // Taken before anything loads a runtime; without it (stdout closed?) the JSON goes to stdout as is.
+    let report_out = if options.json { stdout_for_the_report().ok() } else { None };
+    let report = match gather(options.force_virtual) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("npu-sycl-doctor: {e:#}");
             std::process::exit(1);
         }
     };
-    if as_json {
+    if options.json {
         let mut s = String::new();
         json(&report).write(&mut s, 0);
-        println!("{s}");
+        s.push('\n');
+        let written = match report_out {
+            Some(mut f) => std::io::Write::write_all(&mut f, s.as_bytes()),
+            None => std::io::Write::write_all(&mut std::io::stdout(), s.as_bytes()),
+        };
+        if let Err(e) = written {
+            eprintln!("npu-sycl-doctor: writing the report: {e}");
+            std::process::exit(1);
+        }
     } else {
         print!("{}", table(&report));
     }
     if report.working().is_empty() {
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    use proptest::prelude::*;
+
+    use super::{parse_args, Command, Options, UsageError};
+
+    fn args(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn known_command_lines() {
+        let run = |json, force_virtual| Ok(Command::Run(Options { json, force_virtual }));
+        assert_eq!(parse_args(args(&[])), run(false, false));
+        assert_eq!(parse_args(args(&["--json"])), run(true, false));
+        assert_eq!(parse_args(args(&["--virtual", "--json", "--virtual"])), run(true, true));
+        assert_eq!(parse_args(args(&["--json", "-h", "--bogus"])), Ok(Command::Help));
+        let e = parse_args(args(&["--json", "--bogus", "--help"])).unwrap_err();
+        assert!(e.0.contains("\"--bogus\""), "{e:?}");
+        // Not UTF-8: a usage error naming the argument, not a panic.
+        let e = parse_args(vec![OsString::from_vec(vec![b'-', b'-', 0xff])]).unwrap_err();
+        assert!(e.0.contains("--\u{fffd}"), "{e:?}");
+    }
+
+    /// One argument: a known flag, a near miss, any string, or any bytes (not UTF-8 included).
+    fn arg() -> impl Strategy<Value = OsString> {
+        prop_oneof![
+            prop::sample::select(vec!["--json", "--virtual", "-h", "--help"]).prop_map(OsString::from),
+            prop::sample::select(vec![
+                "",
+                "-",
+                "--",
+                "--JSON",
+                "--json=1",
+                "-j",
+                "json",
+                "--virtual ",
+                "---help",
+                "-help",
+                "--h",
+                "-hh",
+            ])
+            .prop_map(OsString::from),
+            any::<String>().prop_map(OsString::from),
+            prop::collection::vec(any::<u8>(), 0..12).prop_map(OsString::from_vec),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Any argv: never a panic; a run only when every argument is a known flag, help only when
+        /// `-h`/`--help` comes before any unknown argument, and otherwise a usage error that names
+        /// the first unknown argument.
+        #[test]
+        fn any_command_line_is_a_run_help_or_usage_error(argv in prop::collection::vec(arg(), 0..6)) {
+            let known = |a: &OsString| matches!(a.to_str(), Some("--json" | "--virtual"));
+            let help = |a: &OsString| matches!(a.to_str(), Some("-h" | "--help"));
+            let first_other = argv.iter().position(|a| !known(a));
+            match parse_args(argv.clone()) {
+                Ok(Command::Run(o)) => {
+                    prop_assert!(first_other.is_none());
+                    prop_assert_eq!(o.json, argv.iter().any(|a| a == "--json"));
+                    prop_assert_eq!(o.force_virtual, argv.iter().any(|a| a == "--virtual"));
+                }
+                Ok(Command::Help) => prop_assert!(help(&argv[first_other.unwrap()])),
+                Err(UsageError(what)) => {
+                    let bad = &argv[first_other.unwrap()];
+                    prop_assert!(!help(bad));
+                    prop_assert_eq!(what, format!("unknown argument {:?}", bad.to_string_lossy()));
+                }
+            }
+        }
     }
 }

@@ -5,6 +5,8 @@
 //! platform's GPU and NPU drivers, which the strategy tests also use. The example belongs to
 //! npu-sycl-bridge, not to this crate, so the test asks cargo for it ([`forum_port`]).
 
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -219,10 +221,56 @@ fn doctor_exits_non_zero_when_no_strategy_works() {
     assert_eq!(run.code, Some(1), "{}", run.context());
     assert!(run.stdout.contains("RESULT: no SYCL ⇄ NPU sharing strategy works here"), "{}", run.context());
     assert!(strategy_rows(&run.stdout).iter().all(|r| r.2 == "not run"), "{}", run.context());
+    // The GPU driver is no SYCL platform here, and the report says why rather than "not a SYCL platform".
+    assert!(
+        run.stdout.contains("driver 0 (GPU) SYCL platform: error:")
+            && run.stdout.split_whitespace().collect::<Vec<_>>().join(" ").contains(
+                "the driver has a GPU device, but DPC++ made no SYCL platform of it (ONEAPI_DEVICE_SELECTOR=\"opencl:*\""
+            ),
+        "{}",
+        run.context()
+    );
 
     let bad = doctor(&["--no-such-flag"]);
     assert_eq!(bad.code, Some(2), "{}", bad.context());
     assert!(bad.stderr.contains("usage: npu-sycl-doctor"), "{}", bad.context());
+}
+
+/// One argument the doctor does not know: any bytes but NUL (which no argv can hold), not UTF-8
+/// included, that are none of its flags.
+fn unknown_argument() -> impl proptest::strategy::Strategy<Value = OsString> {
+    use proptest::prelude::*;
+    prop_oneof![
+        prop::sample::select(vec!["", "-", "--", "--JSON", "--json=1", "-j", "--virtual ", "---help", "-hh"])
+            .prop_map(OsString::from),
+        "[^\0]{0,16}".prop_map(OsString::from),
+        prop::collection::vec(1u8..=255, 0..12).prop_map(OsString::from_vec),
+    ]
+    .prop_filter("not a flag", |a| !matches!(a.to_str(), Some("--json" | "--virtual" | "-h" | "--help")))
+}
+
+proptest::proptest! {
+    // Each case starts the binary, which exits before it loads a runtime: a few dozen stay quick.
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// Known flags, then an unknown argument, then anything: a usage error (exit 2, the usage on
+    /// stderr, nothing on stdout), never a panic and never a run. The parser itself is
+    /// property-tested in-process (src/main.rs); this is the binary's side of it.
+    #[test]
+    fn unknown_arguments_are_usage_errors(
+        before in proptest::collection::vec(proptest::sample::select(vec!["--json", "--virtual"]), 0..3),
+        bad in unknown_argument(),
+        after in proptest::collection::vec(unknown_argument(), 0..3),
+    ) {
+        let run = Run::from(
+            Command::new(DOCTOR).args(&before).arg(&bad).args(&after).output().expect("spawn npu-sycl-doctor"),
+        );
+        proptest::prop_assert_eq!(run.code, Some(2), "{}", run.context());
+        proptest::prop_assert!(run.stderr.contains("usage: npu-sycl-doctor"), "{}", run.context());
+        let named = format!("unknown argument {:?}", bad.to_string_lossy());
+        proptest::prop_assert!(run.stderr.contains(&named), "{named}: {}", run.context());
+        proptest::prop_assert!(run.stdout.is_empty(), "{}", run.context());
+    }
 }
 
 /// npu-sycl-bridge's `forum_port` example, as cargo builds it for this run (once per test process).

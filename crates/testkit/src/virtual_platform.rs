@@ -39,7 +39,8 @@
 //!   `npu.live_allocations`, `gpu.exports.dma_buf`, `gpu.imports.dma_buf`, `npu.imports.dma_buf`,
 //!   `npu.imports.sysmem`, `npu.graphs`, `npu.inferences`.
 //! - [`VirtualPlatform::inject_fault`]: the `nth` next call of a Level Zero function returns a
-//!   given `ze_result_t` (also `VL0_FAULTS=zeMemAllocHost:3:0x70000002,…` in the environment).
+//!   given `ze_result_t` (also `VL0_FAULTS=zeMemAllocHost:3:0x70000002,…` in the environment);
+//!   [`driver_error_for`]: the error the real drivers return for a failed call of a function.
 //! - `VL0_TRACE=1` logs every call to stderr; `VL0_GPU_IP_VERSION=0x05004000` makes DPC++ choose
 //!   its Level Zero adapter v2 (the default virtual GPU selects v1).
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -278,6 +279,26 @@ impl VirtualPlatform {
     pub fn clear_faults(&self) {
         // SAFETY: no arguments; the function follows the control ABI.
         unsafe { (self.clear)() }
+    }
+}
+
+/// The error the real drivers return when a call of `function` fails (a `ze_result_t`), for fault
+/// sweeps: out of host memory for host allocations and object creation, out of device memory for
+/// device/shared allocations and imports, device lost for submission and waits, unknown otherwise.
+pub fn driver_error_for(function: &str) -> u32 {
+    const OUT_OF_HOST_MEMORY: u32 = 0x7000_0002;
+    const OUT_OF_DEVICE_MEMORY: u32 = 0x7000_0003;
+    const DEVICE_LOST: u32 = 0x7000_0001;
+    const UNKNOWN: u32 = 0x7fff_fffe;
+    match function {
+        "zeMemAllocHost" => OUT_OF_HOST_MEMORY,
+        f if f.starts_with("zeMemAlloc") || f.starts_with("zeMemImport") => OUT_OF_DEVICE_MEMORY,
+        f if f.contains("Create") => OUT_OF_HOST_MEMORY,
+        "zeCommandQueueExecuteCommandLists"
+        | "zeFenceHostSynchronize"
+        | "zeEventHostSynchronize"
+        | "zeCommandQueueSynchronize" => DEVICE_LOST,
+        _ => UNKNOWN,
     }
 }
 
