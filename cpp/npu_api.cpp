@@ -94,6 +94,10 @@ struct TensorImpl {
     for (auto& b : bindings) {
       try {
         b.request.wait();
+      } catch (const std::exception&) {
+        // A failed inference has ended too; what matters is that none is running.
+      }
+      try {
         b.request.set_tensor(b.port, ov::Tensor(b.port.get_element_type(), b.port.get_shape()));
       } catch (const std::exception& e) {
         std::fprintf(stderr, "npu_sycl_bridge: detaching a shared tensor from a request failed: %s\n", e.what());
