@@ -31,12 +31,18 @@ Releaser::~Releaser() {
 }
 
 namespace {
+ProgramBuffer to_buffer(ProgramMemory m) {
+  return ProgramBuffer{reinterpret_cast<std::size_t>(m.data), m.bytes, std::make_unique<Releaser>(std::move(m.release))};
+}
+
 rust::Vec<Param> to_params(const ov::AnyMap& map) {
   rust::Vec<Param> out;
   for (const auto& [key, value] : map) out.push_back(Param{rust::String(key), rust::String(value.as<std::string>())});
   return out;
 }
 }  // namespace
+
+ProgramBuffer allocate(const Allocator& allocator, std::size_t bytes) { return to_buffer(allocator.allocate(bytes)); }
 
 rust::String context_device_name(const OvContext& context) { return context.context.get_device_name(); }
 
@@ -159,10 +165,7 @@ rust::Slice<const std::size_t> dims(const ov::Shape& shape) { return {shape.data
 
 std::string type_name(const ov::element::Type& type) { return type.get_type_name(); }
 
-detail::ProgramBuffer program_buffer(ProgramMemory memory) {
-  return detail::ProgramBuffer{reinterpret_cast<std::size_t>(memory.data), memory.bytes,
-                               std::make_unique<detail::Releaser>(std::move(memory.release))};
-}
+detail::ProgramBuffer program_buffer(ProgramMemory memory) { return detail::to_buffer(std::move(memory)); }
 
 ov::Shape static_shape(const ov::Output<const ov::Node>& port) {
   if (port.get_partial_shape().is_dynamic()) {
@@ -368,12 +371,38 @@ void SharedTensor::read(void* dst, std::size_t bytes, std::size_t offset) const 
 
 // ---- Pool -------------------------------------------------------------------------------------
 
+namespace {
+rust::Vec<detail::ProgramBuffer> program_buffers(std::vector<ProgramMemory>& memory) {
+  rust::Vec<detail::ProgramBuffer> buffers;
+  for (auto& m : memory) buffers.push_back(program_buffer(std::move(m)));
+  return buffers;
+}
+}  // namespace
+
 Pool::Pool(const Npu& npu, std::vector<ProgramMemory> sycl_buffers) {
   impl_ = call("npu_sycl_bridge::Pool", [&] {
-    rust::Vec<detail::ProgramBuffer> buffers;
-    for (auto& m : sycl_buffers) buffers.push_back(program_buffer(std::move(m)));
-    return std::make_unique<detail::PoolImpl>(detail::PoolImpl{detail::pool_from_sycl(*npu.impl_->state, std::move(buffers))});
+    return std::make_unique<detail::PoolImpl>(
+        detail::PoolImpl{detail::pool_from_sycl(*npu.impl_->state, program_buffers(sycl_buffers))});
   });
+}
+
+Pool Pool::of_host_memory(const Npu& npu, std::vector<ProgramMemory> buffers) {
+  Pool pool;
+  pool.impl_ = call("npu_sycl_bridge::Pool::of_host_memory", [&] {
+    return std::make_unique<detail::PoolImpl>(
+        detail::PoolImpl{detail::pool_from_host(*npu.impl_->state, program_buffers(buffers))});
+  });
+  return pool;
+}
+
+Pool Pool::with_allocator(const Npu& npu, PoolLimits limits, std::function<ProgramMemory(std::size_t)> allocate) {
+  Pool pool;
+  pool.impl_ = call("npu_sycl_bridge::Pool::with_allocator", [&] {
+    auto allocator = std::make_unique<detail::Allocator>(detail::Allocator{std::move(allocate)});
+    return std::make_unique<detail::PoolImpl>(detail::PoolImpl{detail::pool_with_allocator(
+        *npu.impl_->state, limits.max_buffers, limits.max_bytes, std::move(allocator))});
+  });
+  return pool;
 }
 
 Pool::Pool(Pool&&) noexcept = default;

@@ -256,12 +256,28 @@ struct PoolStats {
   std::size_t in_use = 0;
 };
 
-/// The program's own SYCL buffers (exportable device memory of the queue's context), each imported
-/// by the NPU once and handed out again: a tensor comes back to the pool when its SharedTensor is
-/// destroyed (after it was detached from its requests).
+/// Bounds of a pool that allocates (Pool::with_allocator).
+struct PoolLimits {
+  std::size_t max_buffers = 16;
+  std::size_t max_bytes = std::size_t(1) << 30;
+};
+
+/// The program's own buffers, each imported by the NPU once and handed out again: a tensor comes back
+/// to the pool when its SharedTensor is destroyed (after it was detached from its requests). A pool
+/// hands out a tensor only when nothing but the pool holds it.
 class Pool {
  public:
+  /// SYCL buffers: exportable device memory of the queue's context (shared tensors with a SYCL side).
   Pool(const Npu& npu, std::vector<ProgramMemory> sycl_buffers);
+  /// Page-aligned process memory, imported as CPU_VA (NPU 40xx+ with the kernel's userptr import;
+  /// elsewhere taking a tensor throws ErrorKind::unsupported). Tensors have no SYCL side: data() is the
+  /// buffer's address, which the program reads and writes itself.
+  static Pool of_host_memory(const Npu& npu, std::vector<ProgramMemory> buffers);
+  /// SYCL buffers the pool asks `allocate` for (exportable device memory of the queue's context, at
+  /// least the bytes asked, which are whole pages), within `limits`, when no free buffer fits. The
+  /// allocator is called on the thread that takes a tensor, never concurrently; an exception it throws
+  /// becomes ErrorKind::invalid_argument.
+  static Pool with_allocator(const Npu& npu, PoolLimits limits, std::function<ProgramMemory(std::size_t)> allocate);
   Pool(Pool&&) noexcept;
   Pool& operator=(Pool&&) noexcept;
   ~Pool();
@@ -274,6 +290,7 @@ class Pool {
   std::size_t trim();
 
  private:
+  Pool() = default;
   std::unique_ptr<detail::PoolImpl> impl_;
 };
 

@@ -345,6 +345,75 @@ void pool() {
   check(released == 2, "both buffers released once the pool is gone");
   expect_error("a pool of no buffers", nsb::ErrorKind::invalid_argument, nsb::SharingPath::none,
                [&] { nsb::Pool(npu, {}); });
+
+  {  // buffers on demand from the program's allocator, within the limits
+    std::size_t allocated = 0;
+    bool fail = false;
+    released = 0;
+    auto pool = nsb::Pool::with_allocator(npu, {2, 1 << 20}, [&](std::size_t bytes) {
+      if (fail) throw std::runtime_error("the program's allocator is out of memory");
+      ++allocated;
+      return buffers(1).front();
+    });
+    check(allocated == 0, "the allocator is called only when a tensor is asked for");
+    {
+      auto a = pool.tensor(f.compiled.input());
+      auto b = pool.tensor(f.compiled.output());
+      check(allocated == 2, "one buffer per tensor in use");
+      expect_error("a third buffer beyond max_buffers", nsb::ErrorKind::exhausted, nsb::SharingPath::none,
+                   [&] { pool.tensor(f.compiled.input()); });
+      auto request = f.compiled.create_infer_request();
+      std::uint64_t copied = 0;
+      check(infer(f, request, a, b, &copied) && copied == 0, "allocated pool tensors: zero-copy, correct");
+    }
+    auto again = pool.tensor(f.compiled.input());
+    check(allocated == 2, "a free buffer is handed out again, not allocated");
+    fail = true;
+    auto other = pool.tensor(f.compiled.output());  // the second free buffer: no allocation needed
+    check(allocated == 2 && released == 0, "no allocation while free buffers fit");
+  }
+  check(released == 2, "allocated buffers released once the pool is gone");
+  {
+    std::size_t calls = 0;
+    auto pool = nsb::Pool::with_allocator(npu, {2, 1 << 20}, [&](std::size_t) -> nsb::ProgramMemory {
+      ++calls;
+      throw std::runtime_error("the program's allocator is out of memory");
+    });
+    expect_error("an allocator that throws", nsb::ErrorKind::invalid_argument, nsb::SharingPath::none,
+                 [&] { pool.tensor(f.compiled.input()); });
+    check(calls == 1, "the allocator was asked once");
+  }
+
+  {  // the program's page-aligned host memory
+    std::atomic<int> freed{0};
+    std::vector<nsb::ProgramMemory> host;
+    for (int i = 0; i < 2; ++i) {
+      void* p = std::aligned_alloc(4096, kBytes);
+      host.push_back({p, kBytes, [&freed, p] { std::free(p); ++freed; }});
+    }
+    void* first = host[0].data;
+    {
+      auto pool = nsb::Pool::of_host_memory(npu, std::move(host));
+      if (npu.describe().find("system memory import yes") != std::string::npos) {
+        auto in = pool.tensor(f.compiled.input());
+        auto out = pool.tensor(f.compiled.output());
+        check(!in.has_strategy() && in.data() == first, "host pool tensors are the program's memory");
+        std::memcpy(in.data(), f.x.data(), kBytes);
+        auto request = f.compiled.create_infer_request();
+        in.bind(request, f.compiled.input());
+        out.bind(request, f.compiled.output());
+        request.infer();
+        std::vector<float> y(kElements);
+        std::memcpy(y.data(), out.data(), kBytes);
+        check(example::mismatches(y, f.want) == 0, "host pool: output equals the CPU plugin");
+      } else {
+        expect_error("a host pool without system memory import", nsb::ErrorKind::unsupported, nsb::SharingPath::cpu_va,
+                     [&] { pool.tensor(f.compiled.input()); });
+      }
+      check(freed == 0, "host buffers are kept while the pool lives");
+    }
+    check(freed == 2, "host buffers released once the pool is gone");
+  }
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ use npu_sycl_bridge::openvino::{
     ElementType, ExternalContext, ExternalTensor, KeepAlive, RemoteContext, RemoteTensor, Shape, TensorProperties,
     TensorType,
 };
-use npu_sycl_bridge::pool::NpuPool;
+use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
 use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, ExportableDeviceMemory, Queue};
 use npu_sycl_bridge::{Error, ErrorKind, Path};
@@ -54,6 +54,11 @@ mod ffi {
         type OvTensor;
         /// The program's release callback of memory it handed over; its destructor calls it.
         type Releaser;
+        /// The program's allocator of pool buffers (exportable device memory of its SYCL context).
+        type Allocator;
+
+        /// Calls the program's allocator for `bytes` bytes.
+        fn allocate(allocator: &Allocator, bytes: usize) -> Result<ProgramBuffer>;
 
         fn context_device_name(context: &OvContext) -> Result<String>;
         fn context_params(context: &OvContext) -> Result<Vec<Param>>;
@@ -141,6 +146,15 @@ mod ffi {
         /// Unsafe: every buffer is exportable device memory of the program's SYCL context, valid
         /// until its release callback runs.
         unsafe fn pool_from_sycl(npu: &NpuState, buffers: Vec<ProgramBuffer>) -> Result<Box<PoolState>>;
+        /// Unsafe: every buffer is page-aligned process memory, valid until its release callback runs.
+        unsafe fn pool_from_host(npu: &NpuState, buffers: Vec<ProgramBuffer>) -> Result<Box<PoolState>>;
+        /// A pool of exportable SYCL memory that `allocator` makes on demand, within the limits.
+        fn pool_with_allocator(
+            npu: &NpuState,
+            max_buffers: usize,
+            max_bytes: usize,
+            allocator: UniquePtr<Allocator>,
+        ) -> Box<PoolState>;
         fn pool_tensor(pool: &PoolState, element_type: &str, shape: &[usize]) -> Result<Box<TensorState>>;
         fn pool_stats(pool: &PoolState) -> Vec<usize>;
         fn pool_trim(pool: &PoolState) -> usize;
@@ -360,10 +374,26 @@ pub enum TensorState {
     Imported { tensor: RemoteTensor, data: usize },
 }
 
-/// A pool of the program's exportable SYCL memory.
-pub struct PoolState {
-    pool: NpuPool<ExportableDeviceMemory>,
-    queue: Arc<Queue>,
+/// A pool of the program's memory: exportable SYCL memory (shared tensors), or host memory.
+pub enum PoolState {
+    Sycl { pool: NpuPool<ExportableDeviceMemory>, queue: Arc<Queue> },
+    Host(NpuPool<RawMemory>),
+}
+
+/// The program's allocator as the pool's: called under the pool's lock, on the thread that asked
+/// for a tensor.
+struct ProgramAllocator(UniquePtr<ffi::Allocator>);
+
+// SAFETY: the C++ API documents that the allocator may be called from any thread that takes a
+// tensor from the pool; the pool calls it under its mutex, so never concurrently.
+unsafe impl Send for ProgramAllocator {}
+
+impl ProgramAllocator {
+    fn allocate(&self, bytes: usize) -> npu_sycl_bridge::Result<ffi::ProgramBuffer> {
+        ffi::allocate(&self.0, bytes).map_err(|e| {
+            Error::new(ErrorKind::InvalidArgument, format!("the program's pool allocator failed: {}", e.what()))
+        })
+    }
 }
 
 fn element(name: &str) -> npu_sycl_bridge::Result<ElementType> {
@@ -498,11 +528,8 @@ unsafe fn npu_import_sycl(
     tensor_type_code: u8,
 ) -> CppResult<Box<TensorState>> {
     guard("npu_sycl_bridge::Npu::import", || {
-        let owner: KeepAlive = Arc::new(Release { _callback: buffer.release });
         // SAFETY: exportable device memory of the program's context, valid until its release runs.
-        let memory = unsafe {
-            ExportableDeviceMemory::from_raw(&npu.context, &npu.device, buffer.data as *mut u8, buffer.bytes, owner)
-        }?;
+        let memory = unsafe { program_sycl_memory(&npu.context, &npu.device, buffer) }?;
         let tensor = npu.npu.import(memory, element(element_type)?, shape, tensor_type(tensor_type_code)?)?;
         Ok(Box::new(TensorState::Shared(SharedTensor::new(&npu.queue, tensor)?)))
     })
@@ -597,34 +624,90 @@ fn tensor_read(tensor: &TensorState, offset: usize, out: &mut [u8]) -> CppResult
     })
 }
 
+/// Exportable SYCL memory of the program's, with its release callback.
+///
+/// # Safety
+/// `buffer` is exportable device memory of `device` in `context`, valid until its release runs.
+unsafe fn program_sycl_memory(
+    context: &Arc<sycl::Context>,
+    device: &sycl::Device,
+    buffer: ffi::ProgramBuffer,
+) -> npu_sycl_bridge::Result<ExportableDeviceMemory> {
+    let owner: KeepAlive = Arc::new(Release { _callback: buffer.release });
+    // SAFETY: this function's contract.
+    unsafe { ExportableDeviceMemory::from_raw(context, device, buffer.data as *mut u8, buffer.bytes, owner) }
+}
+
 unsafe fn pool_from_sycl(npu: &NpuState, buffers: Vec<ffi::ProgramBuffer>) -> CppResult<Box<PoolState>> {
     guard("npu_sycl_bridge::Pool", || {
+        let memory = buffers
+            .into_iter()
+            // SAFETY: the C++ API's contract: exportable memory of the program's context.
+            .map(|b| unsafe { program_sycl_memory(&npu.context, &npu.device, b) })
+            .collect::<Result<Vec<_>, _>>()?;
+        let pool = NpuPool::from_buffers(&npu.npu, memory)?;
+        Ok(Box::new(PoolState::Sycl { pool, queue: Arc::clone(&npu.queue) }))
+    })
+}
+
+unsafe fn pool_from_host(npu: &NpuState, buffers: Vec<ffi::ProgramBuffer>) -> CppResult<Box<PoolState>> {
+    guard("npu_sycl_bridge::Pool::of_host_memory", || {
         let mut memory = Vec::with_capacity(buffers.len());
         for b in buffers {
             let owner: KeepAlive = Arc::new(Release { _callback: b.release });
-            // SAFETY: exportable device memory of the program's context, valid until its release runs.
-            memory.push(unsafe {
-                ExportableDeviceMemory::from_raw(&npu.context, &npu.device, b.data as *mut u8, b.bytes, owner)
-            }?);
+            // SAFETY: the C++ API's contract: the program's memory, valid until its release runs.
+            memory.push(unsafe { RawMemory::new(b.data as *mut u8, b.bytes, Some(owner)) }?);
         }
-        let pool = NpuPool::from_buffers(&npu.npu, memory)?;
-        Ok(Box::new(PoolState { pool, queue: Arc::clone(&npu.queue) }))
+        Ok(Box::new(PoolState::Host(NpuPool::from_buffers(&npu.npu, memory)?)))
     })
+}
+
+fn pool_with_allocator(
+    npu: &NpuState,
+    max_buffers: usize,
+    max_bytes: usize,
+    allocator: UniquePtr<ffi::Allocator>,
+) -> Box<PoolState> {
+    let allocator = ProgramAllocator(allocator);
+    let (context, device) = (Arc::clone(&npu.context), npu.device.clone());
+    let allocate = move |bytes: usize| -> npu_sycl_bridge::Result<ExportableDeviceMemory> {
+        let b = allocator.allocate(bytes)?;
+        // SAFETY: the C++ API's contract for the allocator: exportable device memory of the
+        // program's SYCL context, valid until its release runs.
+        unsafe { program_sycl_memory(&context, &device, b) }
+    };
+    let pool = NpuPool::with_allocator(&npu.npu, PoolLimits { max_buffers, max_bytes }, allocate);
+    Box::new(PoolState::Sycl { pool, queue: Arc::clone(&npu.queue) })
 }
 
 fn pool_tensor(pool: &PoolState, element_type: &str, shape: &[usize]) -> CppResult<Box<TensorState>> {
     guard("npu_sycl_bridge::Pool::tensor", || {
-        let t = pool.pool.tensor(element(element_type)?, shape)?;
-        Ok(Box::new(TensorState::Shared(SharedTensor::new(&pool.queue, t)?)))
+        let element_type = element(element_type)?;
+        Ok(Box::new(match pool {
+            PoolState::Sycl { pool, queue } => {
+                TensorState::Shared(SharedTensor::new(queue, pool.tensor(element_type, shape)?)?)
+            }
+            PoolState::Host(pool) => {
+                let tensor = pool.tensor(element_type, shape)?;
+                let data = tensor.params()?.mem_handle as usize;
+                TensorState::Imported { tensor, data }
+            }
+        }))
     })
 }
 
 /// `[buffers, bytes, allocations, imports, hits, misses, in_use]`.
 fn pool_stats(pool: &PoolState) -> Vec<usize> {
-    let s = pool.pool.stats();
+    let s = match pool {
+        PoolState::Sycl { pool, .. } => pool.stats(),
+        PoolState::Host(pool) => pool.stats(),
+    };
     vec![s.buffers, s.bytes, s.allocations as usize, s.imports as usize, s.hits as usize, s.misses as usize, s.in_use]
 }
 
 fn pool_trim(pool: &PoolState) -> usize {
-    pool.pool.trim()
+    match pool {
+        PoolState::Sycl { pool, .. } => pool.trim(),
+        PoolState::Host(pool) => pool.trim(),
+    }
 }

@@ -13,11 +13,13 @@
 #include <openvino/runtime/remote_context.hpp>
 #include <openvino/runtime/remote_tensor.hpp>
 
+#include "npu_sycl_bridge/npu.hpp"
 #include "rust/cxx.h"
 
 namespace npu_sycl_bridge::detail {
 
 struct Param;
+struct ProgramBuffer;
 
 /// The program's NPU context, and the compiled model it came from (kept alive with it).
 struct OvContext {
@@ -39,6 +41,12 @@ struct Releaser {
   std::function<void()> release;
 };
 
+/// The program's allocator of pool buffers.
+struct Allocator {
+  std::function<ProgramMemory(std::size_t)> allocate;
+};
+
+ProgramBuffer allocate(const Allocator& allocator, std::size_t bytes);
 rust::String context_device_name(const OvContext& context);
 rust::Vec<Param> context_params(const OvContext& context);
 std::unique_ptr<OvTensor> context_create_tensor(const OvContext& context, rust::Str element_type,
