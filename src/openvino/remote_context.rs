@@ -24,9 +24,10 @@ pub(crate) enum ContextInner {
 }
 
 // SAFETY: an `ov_remote_context_t` holds a `std::shared_ptr<ov::RemoteContext>`; the holder has no
-// thread affinity (an external context is Send + Sync by its type). The methods used (`get_device_name`, `get_params`, `create_tensor`,
-// `create_host_tensor`) are const and plugins' contexts are shared by concurrently running
-// compiled models and requests, so concurrent calls are expected by OpenVINO.
+// thread affinity (an external context is Send + Sync by its type). The methods used
+// (`get_device_name`, `get_params`, `create_tensor`, `create_host_tensor`) are const and plugins'
+// contexts are shared by concurrently running compiled models and requests, so concurrent calls
+// are expected by OpenVINO.
 unsafe impl Send for ContextInner {}
 // SAFETY: see `Send`.
 unsafe impl Sync for ContextInner {}
