@@ -30,6 +30,9 @@
 //   called exactly once, on any thread, when nothing uses the memory any more (also when the import
 //   fails). A dma-buf fd given to import_dma_buf() is taken: the bridge closes it, on error too.
 //
+// Threads: Npu, Strategy and Pool may be used from several threads at once (the Rust types behind them
+// are Send + Sync; a pool hands out each buffer once). A SharedTensor is used by one thread at a time.
+//
 // Errors: every call that can fail throws npu_sycl_bridge::Error, whose kind() is the Rust ErrorKind
 // and, for ErrorKind::unsupported, whose path() names the sharing path; explanation() says why and
 // what works instead. No other exception leaves this API, and no call aborts.

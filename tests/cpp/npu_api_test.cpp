@@ -23,8 +23,18 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
+#include <type_traits>
 
 namespace nsb = npu_sycl_bridge;
+
+// Every class owns what it made: movable, never copied.
+static_assert(!std::is_copy_constructible_v<nsb::Npu> && std::is_nothrow_move_constructible_v<nsb::Npu>);
+static_assert(!std::is_copy_constructible_v<nsb::Strategy> && std::is_nothrow_move_constructible_v<nsb::Strategy>);
+static_assert(!std::is_copy_constructible_v<nsb::SharedTensor> &&
+              std::is_nothrow_move_constructible_v<nsb::SharedTensor>);
+static_assert(!std::is_copy_constructible_v<nsb::Pool> && std::is_nothrow_move_constructible_v<nsb::Pool>);
+static_assert(std::is_base_of_v<std::runtime_error, nsb::Error>);
 
 namespace {
 
@@ -149,6 +159,26 @@ void strategies() {
   check(first_working && a.kind() == *first_working,
         std::string("Auto chose ") + nsb::to_string(a.kind()) + ", the first strategy that works");
   check(a.decision().find(nsb::to_string(a.kind())) != std::string::npos, "Auto's report names its choice");
+
+  // One strategy, used from four threads at once, each with its own tensors and request.
+  std::atomic<int> correct{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      try {
+        for (int i = 0; i < 5; ++i) {
+          auto in = a.tensor(f.compiled.input(), nsb::TensorType::input);
+          auto out = a.tensor(f.compiled.output(), nsb::TensorType::output);
+          auto request = f.compiled.create_infer_request();
+          correct += infer(f, request, in, out);
+        }
+      } catch (const std::exception& e) {
+        std::printf("thread: %s\n", e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  check(correct == 20, std::to_string(correct.load()) + " of 20 inferences from four threads equal the CPU plugin");
 }
 
 void imports() {
