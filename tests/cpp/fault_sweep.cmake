@@ -11,6 +11,8 @@
 # Every call is swept, not a sample: a run takes about 0.1 s, so the whole sweep takes 30-40 s per
 # profile under adapter v1 (350 calls) and 80-95 s under v2 (730-920 calls) on two cores.
 
+cmake_policy(SET CMP0007 NEW)  # list(GET) keeps the empty fields of RUNTIME_ENDS
+
 # A run takes well under a second; one still going after this is hung. It bounds the sweep too: a
 # hang costs this much, and every hang not listed below fails the test.
 set(RUN_TIMEOUT 20)
@@ -20,8 +22,8 @@ set(RUN_TIMEOUT 20)
 # square bracket in an entry (CMake list syntax). A HANG entry says where the runtime waits.
 set(RUNTIME_ENDS
   "zeCommandQueueCreate|*|ABORT|ur_die|DPC++'s Level Zero adapter v1 aborts when the driver refuses a command queue (ur_die in getZeQueue)"
-  "zeCommandListCreate|1|ABORT||DPC++'s Level Zero adapter v1 crashes (SIGSEGV) in ur_context_handle_t_::getAvailableCommandList under urEnqueueUSMMemcpy, the queue's first copy, when the driver refuses its first command list (Meteor Lake, adapter v1; seen with gdb)"
-  "zeFenceCreate|1|ABORT||DPC++'s Level Zero adapter v1 crashes (SIGSEGV) in ur_context_handle_t_::getAvailableCommandList under urEnqueueUSMMemcpy when the driver refuses the fence of the queue's first command list (Meteor Lake, adapter v1; seen with gdb)"
+  "zeCommandListCreate|1|ABORT||DPC++'s Level Zero adapter v1 crashes (SIGSEGV) in ur_context_handle_t_::getAvailableCommandList under urEnqueueUSMMemcpy, the queue's first copy, when the driver refuses its first command list (Meteor Lake, adapter v1, seen with gdb)"
+  "zeFenceCreate|1|ABORT||DPC++'s Level Zero adapter v1 crashes (SIGSEGV) in ur_context_handle_t_::getAvailableCommandList under urEnqueueUSMMemcpy when the driver refuses the fence of the queue's first command list (Meteor Lake, adapter v1, seen with gdb)"
 )
 
 set(profile "$ENV{VL0_PROFILE}")
