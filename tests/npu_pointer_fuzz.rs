@@ -28,11 +28,11 @@ use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use npu_sycl_bridge::error::Aligned;
 use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation};
 use npu_sycl_bridge::memory::{NpuMemory, RawMemory};
 use npu_sycl_bridge::npu::PageAlignedBuffer;
 use npu_sycl_bridge::openvino::{ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorType};
-use npu_sycl_bridge::error::Aligned;
 use npu_sycl_bridge::{ErrorKind, Path, Result as BridgeResult};
 use proptest::prelude::*;
 use testkit::models;
@@ -261,7 +261,14 @@ enum Expect {
 }
 
 /// The model of the CPU_VA import (see the module docs), in the order the crate checks.
-fn model(needed: Result<usize, ErrorKind>, ptr: usize, len: usize, known: Known, user_memory: bool, pin: Pinning) -> Expect {
+fn model(
+    needed: Result<usize, ErrorKind>,
+    ptr: usize,
+    len: usize,
+    known: Known,
+    user_memory: bool,
+    pin: Pinning,
+) -> Expect {
     let n = match needed {
         Ok(n) => n,
         Err(kind) => return Expect::Error(kind),
@@ -473,7 +480,12 @@ fn one_case(source: &Source, et: ElementType, dims: &[usize], tt: TensorType) ->
             format!("refused: {e}")
         }
         (Err(e), Expect::OpenVinoError) => {
-            prop_assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "the plugin's refusal: {:?}: {:#}", e.kind(), e);
+            prop_assert!(
+                matches!(e.kind(), ErrorKind::OpenVino { .. }),
+                "the plugin's refusal: {:?}: {:#}",
+                e.kind(),
+                e
+            );
             prop_assert_eq!(dropped(), Some(1), "the keep-alive is dropped once when the import fails: {}", e);
             format!("refused by the plugin: {e}")
         }
@@ -493,14 +505,21 @@ fn one_case(source: &Source, et: ElementType, dims: &[usize], tt: TensorType) ->
             prop_assert_eq!(&t.host_bytes().unwrap()[..], &bytes[..], "the host view shows the bytes at the address");
             let inferred = et == ElementType::F32 && dims == MODEL_INPUT;
             if inferred {
-                let out = s.s.npu.l0_host_tensor(ElementType::F32, s.s.m.outputs[0].shape.clone(), TensorType::Output).unwrap();
+                let out =
+                    s.s.npu
+                        .l0_host_tensor(ElementType::F32, s.s.m.outputs[0].shape.clone(), TensorType::Output)
+                        .unwrap();
                 let mut r = s.s.request();
                 r.set_input_tensor(0, &t).unwrap();
                 r.set_output_tensor(0, &out).unwrap();
                 r.infer().unwrap();
                 drop(t);
                 prop_assert_eq!(dropped().filter(|_| held.is_none()).unwrap_or(0), 0, "the request keeps the memory");
-                s.s.assert_matches_cpu_in(&format!("{source:?}"), &[bytes.clone()], &[out.host_bytes().unwrap().to_vec()]);
+                s.s.assert_matches_cpu_in(
+                    &format!("{source:?}"),
+                    std::slice::from_ref(&bytes),
+                    &[out.host_bytes().unwrap().to_vec()],
+                );
                 drop(r);
             }
             format!("imported{}", if inferred { " and inferred" } else { "" })
