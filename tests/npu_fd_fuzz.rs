@@ -188,7 +188,14 @@ fn needed(et: ElementType, dims: &[usize]) -> Result<usize, ErrorKind> {
     if elements == 0 {
         return Err(ErrorKind::Shape);
     }
-    elements.checked_mul(et.bits()).map(|b| b.div_ceil(8)).ok_or(ErrorKind::Shape)
+    // OpenVINO packs u3 and u6 in groups of three bytes (8 and 4 elements), other sub-byte types
+    // bit by bit (measured with OpenVINO 2026.4: one u3 element takes 3 bytes).
+    match et {
+        ElementType::U3 => elements.div_ceil(8).checked_mul(3),
+        ElementType::U6 => elements.div_ceil(4).checked_mul(3),
+        _ => elements.checked_mul(et.bits()).map(|b| b.div_ceil(8)),
+    }
+    .ok_or(ErrorKind::Shape)
 }
 
 /// The size the import finds behind an fd: `fstat`'s, or for size 0 the end of a seekable fd.

@@ -31,10 +31,7 @@ pub(crate) fn tensor_bytes(element_type: ElementType, shape: &Shape) -> Result<u
     if elements == 0 {
         return Err(Error::shape(format!("shape {shape} has no elements; the NPU needs a non-empty tensor")));
     }
-    elements
-        .checked_mul(element_type.bits())
-        .map(|b| b.div_ceil(8))
-        .ok_or_else(|| Error::shape(format!("shape {shape} is too large")))
+    element_type.checked_byte_size(elements).ok_or_else(|| Error::shape(format!("shape {shape} is too large")))
 }
 
 impl NpuContext {

@@ -92,9 +92,23 @@ impl ElementType {
         }
     }
 
-    /// Bytes needed for `elements` elements (packed sub-byte types round up).
+    /// Bytes needed for `elements` elements, as OpenVINO sizes its tensors: packed sub-byte types
+    /// round up to a whole byte, except `u3` and `u6`, which OpenVINO stores in groups of three
+    /// bytes (8 `u3` or 4 `u6` elements each; a single `u3` element takes 3 bytes, not 1).
+    ///
+    /// # Panics
+    /// When the size overflows `usize`; see [`checked_byte_size`](Self::checked_byte_size).
     pub fn byte_size(self, elements: usize) -> usize {
-        (elements * self.bits()).div_ceil(8)
+        self.checked_byte_size(elements).expect("the tensor's byte size overflows usize")
+    }
+
+    /// [`byte_size`](Self::byte_size), or `None` when it overflows `usize`.
+    pub fn checked_byte_size(self, elements: usize) -> Option<usize> {
+        match self {
+            ElementType::U3 => elements.div_ceil(8).checked_mul(3),
+            ElementType::U6 => elements.div_ceil(4).checked_mul(3),
+            _ => elements.checked_mul(self.bits()).map(|b| b.div_ceil(8)),
+        }
     }
 
     /// The lower-case name OpenVINO uses in IR files and messages (`"f32"`, `"u8"`, ...).
@@ -362,5 +376,18 @@ mod tests {
             assert_eq!(ElementType::from_sys(e.to_sys()), e);
         }
         assert_eq!(ElementType::U4.byte_size(3), 2);
+    }
+
+    #[test]
+    fn three_and_six_bit_types_take_groups_of_three_bytes() {
+        // As OpenVINO 2026.4 sizes tensors of 1..=9 elements.
+        let u3: Vec<usize> = (1..=9).map(|n| ElementType::U3.byte_size(n)).collect();
+        assert_eq!(u3, [3, 3, 3, 3, 3, 3, 3, 3, 6]);
+        let u6: Vec<usize> = (1..=9).map(|n| ElementType::U6.byte_size(n)).collect();
+        assert_eq!(u6, [3, 3, 3, 3, 6, 6, 6, 6, 9]);
+        assert_eq!(ElementType::U2.byte_size(5), 2);
+        assert_eq!(ElementType::U3.checked_byte_size(usize::MAX), Some(usize::MAX.div_ceil(8) * 3));
+        assert_eq!(ElementType::U6.checked_byte_size(usize::MAX), Some(usize::MAX.div_ceil(4) * 3));
+        assert_eq!(ElementType::F32.checked_byte_size(usize::MAX / 3), None);
     }
 }

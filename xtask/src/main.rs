@@ -36,10 +36,10 @@ fn main() -> ExitCode {
         "example" => example(rest),
         "bench" => bench(rest),
         "codegen" => setup::run(true).and_then(|_| codegen::run()),
-        "valgrind" => valgrind(),
+        "valgrind" => valgrind(rest),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | example | bench [-- report-args] | valgrind | codegen>"
+                "usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | example | bench [-- report-args] | valgrind [rust | cpp] | codegen>"
             );
             return if task == "help" { ExitCode::SUCCESS } else { ExitCode::from(2) };
         }
@@ -301,12 +301,40 @@ fn bench(extra: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn valgrind() -> Result<(), String> {
+/// The leak checker over the Rust tests (`rust`), the C++ API's tests and examples (`cpp`), or both
+/// (no argument).
+fn valgrind(rest: &[String]) -> Result<(), String> {
+    let (rust, cpp) = match rest.first().map(String::as_str) {
+        None => (true, true),
+        Some("rust") => (true, false),
+        Some("cpp") => (false, true),
+        Some(other) => return Err(format!("valgrind: unknown part {other:?} (rust or cpp)")),
+    };
     setup::run(false)?;
-    build_virtual_platform()?;
+    let virtual_l0 = build_virtual_platform()?;
     if Command::new("valgrind").arg("--version").output().is_err() {
         return Err("valgrind is not installed (apt-get install valgrind)".into());
     }
+    if rust {
+        valgrind_rust()?;
+    }
+    if cpp {
+        valgrind_cpp(&virtual_l0)?;
+    }
+    Ok(())
+}
+
+/// valgrind's leak checker as every run of `cargo xtask valgrind` uses it: definite and indirect
+/// leaks and memory errors fail the run (exit code 9), with this project's suppressions.
+fn memcheck() -> Command {
+    let mut cmd = Command::new("valgrind");
+    cmd.args(["--quiet", "--leak-check=full", "--show-leak-kinds=definite,indirect"])
+        .arg(format!("--suppressions={}", root().join("xtask/valgrind.supp").display()))
+        .args(["--errors-for-leak-kinds=definite,indirect", "--error-exitcode=9"]);
+    cmd
+}
+
+fn valgrind_rust() -> Result<(), String> {
     let mut exes = test_executables(&["--package", "virtual-l0", "--lib"])?;
     exes.extend(test_executables(&["--package", "npu-sycl-bridge", "--test", "virtual_platform"])?);
     // The NPU paths, the pool and the strategies (their child processes too), and the examples
@@ -315,18 +343,50 @@ fn valgrind() -> Result<(), String> {
     for test in ["npu_memory_paths", "npu_import_and_pool", "strategies", "examples"] {
         exes.extend(test_executables(&[&sycl[..], &["--test", test]].concat())?);
     }
-    let suppressions = root().join("xtask/valgrind.supp");
     for exe in exes {
         run_cmd(
-            Command::new("valgrind")
-                .args(["--quiet", "--leak-check=full", "--show-leak-kinds=definite,indirect"])
-                .arg(format!("--suppressions={}", suppressions.display()))
-                .args(["--errors-for-leak-kinds=definite,indirect", "--error-exitcode=9", "--trace-children=yes"])
+            memcheck()
+                .arg("--trace-children=yes")
                 // Children are the test binary itself (child-process tests); compilers a test runs are not ours.
                 .arg("--trace-children-skip=/usr/bin/*,/bin/*")
                 .arg(&exe)
                 .arg("--test-threads=2"),
         )?;
+    }
+    Ok(())
+}
+
+/// The C++ API under the leak checker: the CMake project configured and built as for ctest, in
+/// `target/cmake-valgrind` (an ordinary build: valgrind needs no instrumentation, and unlike
+/// AddressSanitizer it runs the programs that load OpenVINO), then each group of
+/// `tests/cpp/npu_api_test` and both C++ examples in a process of its own on the virtual platform
+/// (`virtual_l0` holds it as `libze_loader.so.1`), under DPC++'s default adapter.
+fn valgrind_cpp(virtual_l0: &Path) -> Result<(), String> {
+    if !root().join("CMakeLists.txt").is_file() {
+        return Ok(());
+    }
+    eprintln!("xtask valgrind: the C++ API's tests and examples");
+    let prefix = native_finder::provisioned_prefix();
+    let build = root().join("target/cmake-valgrind");
+    run_cmd(
+        Command::new("cmake")
+            .args(["-S", ".", "-B"])
+            .arg(&build)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+            .arg(format!("-DNPU_SYCL_BRIDGE_VIRTUAL_L0_DIR={}", virtual_l0.display())),
+    )?;
+    run_cmd(Command::new("cmake").arg("--build").arg(&build).args(["--parallel", "2"]))?;
+    let api_test = build.join("tests/cpp/npu_api_test");
+    let mut runs: Vec<(PathBuf, Option<&str>)> = ["strategies", "imports", "errors", "destruction", "pool"]
+        .into_iter()
+        .map(|group| (api_test.clone(), Some(group)))
+        .collect();
+    runs.extend(["forum_snippet", "memory_pool"].map(|example| (build.join(example), None)));
+    for (exe, group) in runs {
+        let started = std::time::Instant::now();
+        run_cmd(memcheck().env("LD_LIBRARY_PATH", virtual_l0).arg(&exe).args(group))?;
+        let name = exe.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        eprintln!("xtask valgrind: {name} {} clean in {:.0?}", group.unwrap_or(""), started.elapsed());
     }
     Ok(())
 }
