@@ -69,35 +69,6 @@ fn fd_kind() -> impl Strategy<Value = FdKind> {
     ]
 }
 
-const ELEMENT_TYPES: [ElementType; 26] = [
-    ElementType::Dynamic,
-    ElementType::Boolean,
-    ElementType::Bf16,
-    ElementType::F16,
-    ElementType::F32,
-    ElementType::F64,
-    ElementType::I4,
-    ElementType::I8,
-    ElementType::I16,
-    ElementType::I32,
-    ElementType::I64,
-    ElementType::U1,
-    ElementType::U2,
-    ElementType::U3,
-    ElementType::U4,
-    ElementType::U6,
-    ElementType::U8,
-    ElementType::U16,
-    ElementType::U32,
-    ElementType::U64,
-    ElementType::Nf4,
-    ElementType::F8E4M3,
-    ElementType::F8E5M2,
-    ElementType::String,
-    ElementType::F4E2M1,
-    ElementType::F8E8M0,
-];
-
 /// Shapes of rank 0 to 4 with small extents (0 included), or one with an extent so large that the
 /// element count or the byte count overflows.
 fn shape() -> impl Strategy<Value = Vec<usize>> {
@@ -270,7 +241,7 @@ proptest! {
     #[test]
     fn any_fd_as_any_tensor_is_a_typed_error_or_a_correct_tensor(
         kind in fd_kind(),
-        et in prop::sample::select(ELEMENT_TYPES.to_vec()),
+        et in prop::sample::select(ElementType::ALL.to_vec()),
         dims in shape(),
         tt in tensor_type(),
     ) {

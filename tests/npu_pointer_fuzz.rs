@@ -122,35 +122,6 @@ fn source() -> impl Strategy<Value = Source> {
     ]
 }
 
-const ELEMENT_TYPES: [ElementType; 26] = [
-    ElementType::Dynamic,
-    ElementType::Boolean,
-    ElementType::Bf16,
-    ElementType::F16,
-    ElementType::F32,
-    ElementType::F64,
-    ElementType::I4,
-    ElementType::I8,
-    ElementType::I16,
-    ElementType::I32,
-    ElementType::I64,
-    ElementType::U1,
-    ElementType::U2,
-    ElementType::U3,
-    ElementType::U4,
-    ElementType::U6,
-    ElementType::U8,
-    ElementType::U16,
-    ElementType::U32,
-    ElementType::U64,
-    ElementType::Nf4,
-    ElementType::F8E4M3,
-    ElementType::F8E5M2,
-    ElementType::String,
-    ElementType::F4E2M1,
-    ElementType::F8E8M0,
-];
-
 /// Shapes of rank 0 to 4 with small extents (0 included; page multiples of bytes reachable), or one
 /// with an extent so large that the element count or the byte count overflows.
 fn shape() -> impl Strategy<Value = Vec<usize>> {
@@ -171,7 +142,7 @@ fn tensor() -> impl Strategy<Value = (ElementType, Vec<usize>, TensorType)> {
     let tt = prop::sample::select(vec![TensorType::Input, TensorType::Output, TensorType::Binded]);
     prop_oneof![
         1 => tt.clone().prop_map(|tt| (ElementType::F32, MODEL_INPUT.to_vec(), tt)),
-        2 => (prop::sample::select(ELEMENT_TYPES.to_vec()), shape(), tt),
+        2 => (prop::sample::select(ElementType::ALL.to_vec()), shape(), tt),
     ]
 }
 

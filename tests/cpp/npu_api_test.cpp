@@ -104,6 +104,18 @@ bool infer(Fixture& f, ov::InferRequest& request, nsb::SharedTensor& in, nsb::Sh
   return example::mismatches(y, f.want) == 0;
 }
 
+// Binds `in` (whose input the program has written already) and `out` to a new request, infers and reads
+// `out` back through SYCL: true when it equals the CPU plugin's output.
+bool infer_written(Fixture& f, nsb::SharedTensor& in, nsb::SharedTensor& out) {
+  auto request = f.compiled.create_infer_request();
+  in.bind(request, f.compiled.input());
+  out.bind(request, f.compiled.output());
+  request.infer();
+  std::vector<float> y(kElements);
+  out.read(y.data(), kBytes);
+  return example::mismatches(y, f.want) == 0;
+}
+
 nsb::SharingPath path_of(nsb::StrategyKind k) {
   switch (k) {
     case nsb::StrategyKind::card_path: return nsb::SharingPath::card_path;
@@ -217,13 +229,7 @@ void imports() {
         auto out = out_strategy.tensor(f.compiled.output());
         check(!in.has_strategy() && in.data() == p, "import_host: no SYCL side, data() is the program's pointer");
         std::memcpy(p, f.x.data(), kBytes);  // the program writes its own memory
-        auto request = f.compiled.create_infer_request();
-        in.bind(request, f.compiled.input());
-        out.bind(request, f.compiled.output());
-        request.infer();
-        std::vector<float> y(kElements);
-        out.read(y.data(), kBytes);
-        check(example::mismatches(y, f.want) == 0, "import_host: output equals the CPU plugin");
+        check(infer_written(f, in, out), "import_host: output equals the CPU plugin");
         expect_error("import_host: write() has no SYCL side", nsb::ErrorKind::invalid_argument, nsb::SharingPath::none,
                      [&] { in.write(f.x.data(), kBytes); });
       }
@@ -252,13 +258,7 @@ void imports() {
       auto in = npu.import_dma_buf(fd, ov::element::f32, f.compiled.input().get_shape());
       auto out = out_strategy.tensor(f.compiled.output());
       check(!in.has_strategy() && in.data() == nullptr, "import_dma_buf: no SYCL side");
-      auto request = f.compiled.create_infer_request();
-      in.bind(request, f.compiled.input());
-      out.bind(request, f.compiled.output());
-      request.infer();
-      std::vector<float> y(kElements);
-      out.read(y.data(), kBytes);
-      check(example::mismatches(y, f.want) == 0, "import_dma_buf: output equals the CPU plugin");
+      check(infer_written(f, in, out), "import_dma_buf: output equals the CPU plugin");
     }
     nsb::free_exportable_device_mem(p, dev, ctx);
     expect_error("import_dma_buf(-1)", nsb::ErrorKind::invalid_argument, nsb::SharingPath::none,
