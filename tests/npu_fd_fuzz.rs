@@ -26,7 +26,7 @@ use testkit::models;
 
 mod common;
 
-use common::npu::{core, counter, l0_device, open_fds, NpuAndCpu};
+use common::npu::{core, counter, expected_import_bytes, l0_device, open_fds, NpuAndCpu};
 
 /// What the fd handed to the import is.
 #[derive(Debug, Clone)]
@@ -150,25 +150,6 @@ fn make_fd(kind: &FdKind, s: &Setup) -> (OwnedFd, Option<Box<dyn std::any::Any>>
     }
 }
 
-/// The tensor's byte size as the import must see it, or the error kind that refuses it first.
-fn needed(et: ElementType, dims: &[usize]) -> Result<usize, ErrorKind> {
-    if et.bits() == 0 {
-        return Err(ErrorKind::ElementType);
-    }
-    let elements = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or(ErrorKind::Shape)?;
-    if elements == 0 {
-        return Err(ErrorKind::Shape);
-    }
-    // OpenVINO packs u3 and u6 in groups of three bytes (8 and 4 elements), other sub-byte types
-    // bit by bit (measured with OpenVINO 2026.4: one u3 element takes 3 bytes).
-    match et {
-        ElementType::U3 => elements.div_ceil(8).checked_mul(3),
-        ElementType::U6 => elements.div_ceil(4).checked_mul(3),
-        _ => elements.checked_mul(et.bits()).map(|b| b.div_ceil(8)),
-    }
-    .ok_or(ErrorKind::Shape)
-}
-
 /// The size the import finds behind an fd: `fstat`'s, or for size 0 the end of a seekable fd.
 fn size_behind(fd: &OwnedFd) -> usize {
     // SAFETY: a zeroed stat is a valid output buffer; fstat writes into it.
@@ -197,7 +178,7 @@ fn one_import(kind: &FdKind, et: ElementType, dims: &[usize], tt: TensorType) ->
     let (fd, keep) = make_fd(kind, s);
     let available = size_behind(&fd);
     let result = s.npu.import(fd, et, Shape::new(dims), tt);
-    let what = match (&result, needed(et, dims)) {
+    let what = match (&result, expected_import_bytes(et, dims)) {
         (Err(e), Err(first)) => {
             prop_assert_eq!(e.kind(), &first, "{:#}", e);
             format!("refused first: {e}")

@@ -39,7 +39,7 @@ use testkit::models;
 
 mod common;
 
-use common::npu::{core, counter, imports_user_memory, l0_device, open_fds, NpuAndCpu};
+use common::npu::{core, counter, expected_import_bytes, imports_user_memory, l0_device, open_fds, NpuAndCpu};
 
 const PAGE: usize = 4096;
 
@@ -182,25 +182,6 @@ fn counted<T: Send + Sync + 'static>(inner: T) -> (Arc<Counted<T>>, Arc<AtomicUs
     (Arc::new(Counted { _inner: inner, drops: Arc::clone(&drops) }), drops)
 }
 
-/// The tensor's byte size as the import must see it, or the error kind that refuses it first.
-fn needed(et: ElementType, dims: &[usize]) -> Result<usize, ErrorKind> {
-    if et.bits() == 0 {
-        return Err(ErrorKind::ElementType);
-    }
-    let elements = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or(ErrorKind::Shape)?;
-    if elements == 0 {
-        return Err(ErrorKind::Shape);
-    }
-    // OpenVINO packs u3 and u6 in groups of three bytes (8 and 4 elements), other sub-byte types
-    // bit by bit (measured with OpenVINO 2026.4: one u3 element takes 3 bytes).
-    match et {
-        ElementType::U3 => elements.div_ceil(8).checked_mul(3),
-        ElementType::U6 => elements.div_ceil(4).checked_mul(3),
-        _ => elements.checked_mul(et.bits()).map(|b| b.div_ceil(8)),
-    }
-    .ok_or(ErrorKind::Shape)
-}
-
 /// What the NPU context already knows of the pointer.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Known {
@@ -328,7 +309,7 @@ unsafe fn copy_out(ptr: *const u8, len: usize) -> Vec<u8> {
 }
 
 fn build(source: &Source, et: ElementType, dims: &[usize], s: &Setup) -> Built {
-    let need = needed(et, dims);
+    let need = expected_import_bytes(et, dims);
     let input = s.s.m.sample_input(0);
     let gpu_memory = |shared: bool, pages: usize| {
         let mut mem = if shared {

@@ -155,3 +155,23 @@ impl NpuAndCpu {
         self.npu_model.create_infer_request().unwrap()
     }
 }
+
+/// The fuzz tests' model of a tensor's byte size, written apart from the crate's own rule: the bytes
+/// an import must find, or the error kind that refuses the tensor first.
+pub fn expected_import_bytes(et: ElementType, dims: &[usize]) -> Result<usize, ErrorKind> {
+    if et.bits() == 0 {
+        return Err(ErrorKind::ElementType);
+    }
+    let elements = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or(ErrorKind::Shape)?;
+    if elements == 0 {
+        return Err(ErrorKind::Shape);
+    }
+    // OpenVINO packs u3 and u6 in groups of three bytes (8 and 4 elements), other sub-byte types
+    // bit by bit (measured with OpenVINO 2026.4: one u3 element takes 3 bytes).
+    match et {
+        ElementType::U3 => elements.div_ceil(8).checked_mul(3),
+        ElementType::U6 => elements.div_ceil(4).checked_mul(3),
+        _ => elements.checked_mul(et.bits()).map(|b| b.div_ceil(8)),
+    }
+    .ok_or(ErrorKind::Shape)
+}
