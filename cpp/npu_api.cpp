@@ -8,6 +8,7 @@
 
 #include <sycl/ext/oneapi/backend/level_zero.hpp>
 
+#include <array>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -197,34 +198,25 @@ const char* to_string(ErrorKind kind) noexcept {
   return "unknown";
 }
 
+namespace {
+// The crate's names (Path::as_str, StrategyKind::as_str), copied once into NUL-terminated strings.
+template <std::size_t N>
+const char* name_of(std::uint8_t code, rust::Str (*name)(std::uint8_t)) noexcept {
+  static const std::array<std::string, N> names = [name] {
+    std::array<std::string, N> all;
+    for (std::size_t i = 0; i < N; ++i) all[i] = std::string(name(static_cast<std::uint8_t>(i)));
+    return all;
+  }();
+  return code < N ? names[code].c_str() : "unknown";
+}
+}  // namespace
+
 const char* to_string(SharingPath path) noexcept {
-  switch (path) {
-    case SharingPath::none: return "none";
-    case SharingPath::card_path: return "card path";
-    case SharingPath::dma_buf: return "dma-buf";
-    case SharingPath::cpu_va: return "CPU_VA";
-    case SharingPath::shared_system: return "shared system memory";
-    case SharingPath::npu_to_sycl: return "NPU→SYCL copy";
-    case SharingPath::npu_to_sycl_zero_copy: return "NPU→SYCL zero-copy";
-    case SharingPath::host_view: return "host view";
-    case SharingPath::automatic: return "auto";
-    case SharingPath::npu: return "NPU";
-    case SharingPath::sycl: return "SYCL";
-    case SharingPath::device_copy: return "device copy";
-  }
-  return "unknown";
+  return name_of<12>(static_cast<std::uint8_t>(path), detail::path_name);
 }
 
 const char* to_string(StrategyKind kind) noexcept {
-  switch (kind) {
-    case StrategyKind::card_path: return "card path";
-    case StrategyKind::dma_buf: return "dma-buf";
-    case StrategyKind::cpu_va: return "CPU_VA";
-    case StrategyKind::shared_system: return "shared system memory";
-    case StrategyKind::npu_export: return "NPU export";
-    case StrategyKind::npu_to_sycl: return "NPU→SYCL copy";
-  }
-  return "unknown";
+  return name_of<6>(static_cast<std::uint8_t>(kind), detail::strategy_name);
 }
 
 // ---- Npu --------------------------------------------------------------------------------------

@@ -35,15 +35,22 @@ inline std::vector<float> sample_input(std::size_t elements, int seed = 0) {
   return v;
 }
 
-// The CPU plugin's output for `input`: the reference every NPU output is checked against.
-inline std::vector<float> cpu_reference(ov::Core& core, const std::shared_ptr<ov::Model>& model,
-                                        std::vector<float> input) {
-  auto request = core.compile_model(model, "CPU").create_infer_request();
-  request.set_input_tensor(ov::Tensor(ov::element::f32, ov::Shape{1, input.size()}, input.data()));
-  request.infer();
-  const float* y = request.get_output_tensor().data<const float>();
-  return std::vector<float>(y, y + input.size());
-}
+// The CPU plugin's outputs: the reference every NPU output is checked against (compiled once).
+class CpuReference {
+ public:
+  CpuReference(ov::Core& core, const std::shared_ptr<ov::Model>& model)
+      : request_(core.compile_model(model, "CPU").create_infer_request()) {}
+
+  std::vector<float> operator()(std::vector<float> input) {
+    request_.set_input_tensor(ov::Tensor(ov::element::f32, ov::Shape{1, input.size()}, input.data()));
+    request_.infer();
+    const float* y = request_.get_output_tensor().data<const float>();
+    return std::vector<float>(y, y + input.size());
+  }
+
+ private:
+  ov::InferRequest request_;
+};
 
 inline std::size_t mismatches(const std::vector<float>& got, const std::vector<float>& want) {
   std::size_t n = got.size() == want.size() ? 0 : 1;

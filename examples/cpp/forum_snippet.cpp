@@ -51,7 +51,7 @@ int main() try {
 
   std::printf("strategy: %s (zero-copy: %s)\n%s\n", nsb::to_string(strategy.kind()), strategy.zero_copy() ? "yes" : "no",
               strategy.decision().c_str());
-  const std::size_t bad = example::mismatches(y, example::cpu_reference(core, model, x));
+  const std::size_t bad = example::mismatches(y, example::CpuReference(core, model)(x));
   if (bad != 0) {
     std::printf("%zu of %zu outputs differ from the CPU plugin\n", bad, kElements);
     return 1;

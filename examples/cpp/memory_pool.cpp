@@ -21,6 +21,7 @@ int main() try {
   ov::CompiledModel compiled = core.compile_model(model, "NPU");
   sycl::queue queue = example::level_zero_gpu_queue();
   nsb::Npu npu(compiled, queue);
+  example::CpuReference cpu(core, model);
 
   // The program's buffers: allocated once, freed by the release callback when the pool is done with them.
   std::atomic<std::size_t> released{0};
@@ -52,7 +53,7 @@ int main() try {
       if (before && after) copied += *after - *before;
       std::vector<float> y(kElements);
       output.read(y.data(), output.byte_size());
-      wrong += example::mismatches(y, example::cpu_reference(core, model, x)) != 0;
+      wrong += example::mismatches(y, cpu(x)) != 0;
     }  // input and output go back to the pool here, detached from the request
     const auto s = pool.stats();
     std::printf("pool: %zu buffers, %zu inferences, %zu imports, %zu hits, %zu misses\n", s.buffers, kInferences,

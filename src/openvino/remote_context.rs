@@ -218,20 +218,43 @@ impl RemoteContext {
         keepalive: Vec<KeepAlive>,
     ) -> Result<RemoteTensor> {
         let shape = shape.into();
-        if let Some(c) = self.external_context() {
-            let properties = TensorProperties { mem_type, mem_handle, tensor_type };
-            // SAFETY: the caller's contract is the one `create_tensor` asks for.
-            let t = unsafe { c.create_tensor(element_type, &shape, &properties) }?;
-            let mut keep = keepalive;
-            keep.push(self.keepalive());
-            return Ok(RemoteTensor {
-                handle: TensorHandle::from_external(t, keep),
-                context: self.clone(),
-                exclusive_memory: true,
-                #[cfg(feature = "sycl")]
-                sycl_origin: None,
-            });
-        }
+        let mut keep = keepalive;
+        keep.push(self.keepalive());
+        let handle = match self.external_context() {
+            Some(c) => {
+                let properties = TensorProperties { mem_type, mem_handle, tensor_type };
+                // SAFETY: the caller's contract is the one `create_tensor` asks for.
+                TensorHandle::from_external(unsafe { c.create_tensor(element_type, &shape, &properties) }?, keep)
+            }
+            None => {
+                // SAFETY: the caller's contract.
+                let t = unsafe { self.create_native_tensor(element_type, &shape, mem_type, mem_handle, tensor_type) }?;
+                // SAFETY: t is a new tensor nobody else owns; keep holds the context and (caller's
+                // contract) the wrapped memory.
+                unsafe { TensorHandle::from_raw(t, keep) }?
+            }
+        };
+        Ok(RemoteTensor {
+            handle,
+            context: self.clone(),
+            exclusive_memory: true,
+            #[cfg(feature = "sycl")]
+            sycl_origin: None,
+        })
+    }
+
+    /// `ov_remote_context_create_tensor_props`: a new `ov_tensor_t` the caller owns.
+    ///
+    /// # Safety
+    /// As [`create_tensor_raw`](Self::create_tensor_raw).
+    unsafe fn create_native_tensor(
+        &self,
+        element_type: ElementType,
+        shape: &Shape,
+        mem_type: MemType,
+        mem_handle: Option<*mut c_void>,
+        tensor_type: Option<TensorType>,
+    ) -> Result<*mut sys::ov_tensor_t> {
         let mut dims = shape.to_i64()?;
         let mem_type_c = CString::new(mem_type.as_str()).expect("no NUL in a MemType name");
         let tensor_type_c = tensor_type.map(|t| CString::new(t.as_str()).expect("no NUL in a TensorType name"));
@@ -267,18 +290,7 @@ impl RemoteContext {
                 )
             },
         )?;
-        let mut keep = keepalive;
-        keep.push(self.keepalive());
-        // SAFETY: t is a new tensor nobody else owns; keep holds the context and (caller's
-        // contract) the wrapped memory.
-        let handle = unsafe { TensorHandle::from_raw(t, keep) }?;
-        Ok(RemoteTensor {
-            handle,
-            context: self.clone(),
-            exclusive_memory: true,
-            #[cfg(feature = "sycl")]
-            sycl_origin: None,
-        })
+        Ok(t)
     }
 }
 

@@ -85,7 +85,7 @@ struct Fixture {
   ov::CompiledModel compiled = core.compile_model(model, "NPU");
   sycl::queue queue = example::level_zero_gpu_queue();
   std::vector<float> x = example::sample_input(kElements);
-  std::vector<float> want = example::cpu_reference(core, model, x);
+  std::vector<float> want = example::CpuReference(core, model)(x);
 };
 
 // Binds `in` and `out`, writes the sample input through SYCL, infers and reads back: true when the

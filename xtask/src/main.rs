@@ -193,16 +193,7 @@ fn sanitized_cpp_tests() -> Result<(), String> {
         return Ok(());
     }
     eprintln!("xtask test: the C++ code under AddressSanitizer and UndefinedBehaviorSanitizer");
-    let prefix = native_finder::provisioned_prefix();
-    let build = root().join("target/cmake-asan");
-    run_cmd(
-        Command::new("cmake")
-            .args(["-S", ".", "-B"])
-            .arg(&build)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
-            .arg("-DNPU_SYCL_BRIDGE_SANITIZE=ON"),
-    )?;
-    run_cmd(Command::new("cmake").arg("--build").arg(&build).args(["--parallel", "2"]))?;
+    let build = cmake_build("target/cmake-asan", &["-DNPU_SYCL_BRIDGE_SANITIZE=ON".into()])?;
     run_cmd(
         Command::new("ctest")
             .env("ASAN_OPTIONS", "detect_leaks=1")
@@ -238,20 +229,27 @@ fn consumer_test() -> Result<(), String> {
     )
 }
 
+/// Configures the CMake project in `dir` (relative to the workspace) against the provisioned
+/// runtimes, with `options`, and builds it; returns the build directory.
+fn cmake_build(dir: &str, options: &[String]) -> Result<PathBuf, String> {
+    let build = root().join(dir);
+    run_cmd(
+        Command::new("cmake")
+            .args(["-S", ".", "-B"])
+            .arg(&build)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", native_finder::provisioned_prefix().display()))
+            .args(options),
+    )?;
+    run_cmd(Command::new("cmake").arg("--build").arg(&build).args(["--parallel", "2"]))?;
+    Ok(build)
+}
+
 /// The C++/CMake integration (CMakeLists.txt), built and run with ctest, when it exists.
 fn cmake_tests(profile: &str) -> Result<(), String> {
     if !root().join("CMakeLists.txt").is_file() {
         return Ok(());
     }
-    let prefix = native_finder::provisioned_prefix();
-    let build = root().join("target/cmake");
-    run_cmd(
-        Command::new("cmake")
-            .args(["-S", ".", "-B"])
-            .arg(&build)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())),
-    )?;
-    run_cmd(Command::new("cmake").arg("--build").arg(&build).args(["--parallel", "2"]))?;
+    let build = cmake_build("target/cmake", &[])?;
     run_cmd(Command::new("ctest").env("VL0_PROFILE", profile).arg("--test-dir").arg(&build).arg("--output-on-failure"))
 }
 
@@ -366,16 +364,8 @@ fn valgrind_cpp(virtual_l0: &Path) -> Result<(), String> {
         return Ok(());
     }
     eprintln!("xtask valgrind: the C++ API's tests and examples");
-    let prefix = native_finder::provisioned_prefix();
-    let build = root().join("target/cmake-valgrind");
-    run_cmd(
-        Command::new("cmake")
-            .args(["-S", ".", "-B"])
-            .arg(&build)
-            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
-            .arg(format!("-DNPU_SYCL_BRIDGE_VIRTUAL_L0_DIR={}", virtual_l0.display())),
-    )?;
-    run_cmd(Command::new("cmake").arg("--build").arg(&build).args(["--parallel", "2"]))?;
+    let build =
+        cmake_build("target/cmake-valgrind", &[format!("-DNPU_SYCL_BRIDGE_VIRTUAL_L0_DIR={}", virtual_l0.display())])?;
     let api_test = build.join("tests/cpp/npu_api_test");
     let mut runs: Vec<(PathBuf, Option<&str>)> = ["strategies", "imports", "errors", "destruction", "pool"]
         .into_iter()

@@ -95,6 +95,9 @@ mod ffi {
             sycl_device: usize,
         ) -> Result<Box<NpuState>>;
         fn npu_describe(npu: &NpuState) -> String;
+        /// The crate's names, for the C++ `to_string` of a path and a strategy.
+        fn path_name(code: u8) -> &'static str;
+        fn strategy_name(code: u8) -> &'static str;
 
         fn strategy_auto(npu: &NpuState) -> Result<Box<StrategyState>>;
         fn strategy_new(npu: &NpuState, kind: u8) -> Result<Box<StrategyState>>;
@@ -183,21 +186,33 @@ impl fmt::Display for CppError {
 /// `ErrorKind::internal`: a panic caught at the bridge.
 const INTERNAL: u8 = 12;
 
+/// The C++ `SharingPath` value of each path (`none` is 0).
+const PATH_CODES: [(Path, u8); 11] = [
+    (Path::CardPath, 1),
+    (Path::DmaBuf, 2),
+    (Path::CpuVa, 3),
+    (Path::SharedSystem, 4),
+    (Path::NpuToSycl, 5),
+    (Path::NpuToSyclZeroCopy, 6),
+    (Path::HostView, 7),
+    (Path::Auto, 8),
+    (Path::Npu, 9),
+    (Path::Sycl, 10),
+    (Path::DeviceCopy, 11),
+];
+
 fn path_code(path: Path) -> u8 {
-    match path {
-        Path::CardPath => 1,
-        Path::DmaBuf => 2,
-        Path::CpuVa => 3,
-        Path::SharedSystem => 4,
-        Path::NpuToSycl => 5,
-        Path::NpuToSyclZeroCopy => 6,
-        Path::HostView => 7,
-        Path::Auto => 8,
-        Path::Npu => 9,
-        Path::Sycl => 10,
-        Path::DeviceCopy => 11,
-        _ => 0,
-    }
+    PATH_CODES.iter().find(|(p, _)| *p == path).map_or(0, |(_, code)| *code)
+}
+
+/// The crate's name of the C++ `SharingPath` value `code` (what its messages say).
+fn path_name(code: u8) -> &'static str {
+    PATH_CODES.iter().find(|(_, c)| *c == code).map_or("none", |(p, _)| p.as_str())
+}
+
+/// The crate's name of the C++ `StrategyKind` value `code` (what `Auto`'s report says).
+fn strategy_name(code: u8) -> &'static str {
+    strategy_kind_from(code).map_or("unknown", StrategyKind::as_str)
 }
 
 impl From<Error> for CppError {
