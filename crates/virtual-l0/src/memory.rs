@@ -9,12 +9,19 @@
 //!
 //! Backing, chosen from the allocation's `pNext` chain:
 //! - plain: zeroed heap memory (`std::alloc`), alignment `max(requested, 64)`, 4096 for ≥ 4 KiB;
-//! - exportable (`ze_external_memory_export_desc_t`), and every NPU allocation (the NPU driver
-//!   exports any buffer object it made): `memfd_create` + `mmap(MAP_SHARED)`. GPU: the
-//!   export query returns the driver's one fd for the allocation, the same number every time, and
-//!   `zeMemFree` closes it (compute-runtime `DrmAllocation::peekInternalHandle` caches it,
-//!   `Context::freeMem` closes it). NPU: each query returns a new fd the caller owns
-//!   (linux-npu-driver `VPUBufferObject::exportToFd`).
+//! - GPU host and device memory, and NPU memory: `memfd_create` + `mmap(MAP_SHARED)` (the real
+//!   drivers' buffer objects are GEM objects a PRIME export can name). GPU shared USM: heap.
+//! - GPU export (compute-runtime 26.14 `level_zero/core/source/context/context.cpp`
+//!   `Context::getMemAllocProperties` → `handleAllocationExtensions` → `getIpcMemHandlesImpl`,
+//!   `DrmAllocation::peekInternalHandle`): any host or device allocation, export descriptor or not
+//!   (the descriptor only keeps it out of the USM pools); the driver's one fd for the allocation, the
+//!   same number every time, closed by `zeMemFree`; shared USM → `UNSUPPORTED_FEATURE`; the export
+//!   flags are not checked. NPU export (linux-npu-driver 1.32.1
+//!   `umd/level_zero_driver/source/memory.cpp` `Context::getMemAllocProperties`,
+//!   `umd/vpu_driver/source/memory/vpu_buffer_object.cpp` `VPUBufferObject::exportToFd`): only
+//!   buffer objects whose location is external, i.e. allocated with
+//!   `ze_external_memory_export_desc_t{DMA_BUF}` as the first `pNext` entry or imported from a
+//!   dma-buf; each query a new fd the caller owns; any other allocation → `NOT_AVAILABLE`.
 //! - fd import (`ze_external_memory_import_fd_t`): only fds this platform exported are dma-bufs (a
 //!   real PRIME import refuses memfds, files, pipes). NPU: flags exactly `DMA_BUF`, the whole buffer
 //!   mapped whatever the size asked, every failure `OUT_OF_DEVICE_MEMORY`, and two imports of one
@@ -44,16 +51,18 @@ use std::sync::{Mutex, OnceLock};
 
 /// Page size reported for every allocation.
 pub const PAGE: usize = 4096;
-/// Largest single GPU allocation (`maxMemAllocSize`); the NPU's limit is the system's RAM.
-pub const MAX_ALLOC: usize = 4 << 30;
 /// `maxMemAllocSize` as each driver reports it on this profile: NPU, the system's RAM
-/// (linux-npu-driver `device.cpp`); Xe-LPG, 4 GiB - 8 KiB; Xe2+, 94 % of RAM less 450 MiB
-/// (compute-runtime `device_caps.cpp`, `getGlobalMemorySize`), at most [`MAX_ALLOC`] here.
+/// (linux-npu-driver 1.32.1 `umd/level_zero_driver/source/device.cpp` `getProperties`); Xe-LPG,
+/// 4 GiB - 8 KiB (compute-runtime 26.14 `compiler_product_helper_before_xe_hpc.inl`
+/// `isForceToStatelessRequired`: stateless kernels cap it); Xe2+, no 4 GiB cap
+/// (`compiler_product_helper_xe_hpc_and_later.inl`; `shared/source/device/device_caps.cpp`):
+/// the global memory size, which on an integrated GPU is 94 % of RAM less 450 MiB (that figure is
+/// **inferred**: not checked against `getGlobalMemorySize`).
 pub fn max_alloc(driver: DriverKind) -> u64 {
     match driver {
         DriverKind::Npu => total_ram(),
         DriverKind::Gpu if crate::profile::current().gpu_xe2_or_later => {
-            ((total_ram() as f64 * 0.94) as u64).saturating_sub(450 << 20).min(MAX_ALLOC as u64) & !(PAGE as u64 - 1)
+            ((total_ram() as f64 * 0.94) as u64).saturating_sub(450 << 20) & !(PAGE as u64 - 1)
         }
         DriverKind::Gpu => 0xFFFF_E000,
     }
@@ -138,11 +147,14 @@ enum Backing {
         map: *mut c_void,
         len: usize,
     },
-    /// Our mapping of an imported dma-buf; `inode` is the buffer's identity.
+    /// Our mapping of an imported dma-buf; `inode` is the buffer's identity. `file` (NPU imports):
+    /// our own duplicate of the caller's fd, as the kernel's GEM object keeps the dma-buf file, so
+    /// the import can be exported again whatever the caller does with its fd.
     Mapped {
         map: *mut c_void,
         len: usize,
         inode: (u64, u64),
+        file: Option<c_int>,
     },
     Borrowed,
 }
@@ -169,9 +181,12 @@ impl Drop for Backing {
                     eprintln!("[virtual GPU] zeMemFree: the exported dma-buf fd {fd} was closed by someone else (it is the driver's; dup it to keep one)");
                 }
             }
-            // SAFETY: our own mapping of the caller's fd; the fd is not ours to close.
-            Backing::Mapped { map, len, .. } => unsafe {
+            // SAFETY: our own mapping of the caller's fd (not ours to close) and our own duplicate.
+            Backing::Mapped { map, len, file, .. } => unsafe {
                 libc::munmap(map, len);
+                if let Some(f) = file {
+                    libc::close(f);
+                }
             },
             Backing::Borrowed => {}
         }
@@ -364,6 +379,7 @@ fn map_shared(fd: c_int, len: usize, align: usize) -> ZeResult<*mut c_void> {
 }
 
 /// Parameters of one allocation call.
+#[derive(Clone, Copy)]
 pub struct Request {
     /// Owning driver.
     pub driver: DriverKind,
@@ -576,21 +592,30 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
             return Err(fail(ZE_RESULT_ERROR_INVALID_SIZE));
         }
         let m = map_shared(fd, len, req.align.max(PAGE)).map_err(fail)?;
+        let file = match req.driver {
+            DriverKind::Npu => {
+                // SAFETY: `fd` is open (fstat above); the duplicate is ours.
+                let f = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+                if f < 0 {
+                    // SAFETY: our own fresh mapping.
+                    unsafe { libc::munmap(m, len) };
+                    return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
+                }
+                import_alias = Some(inode);
+                Some(f)
+            }
+            DriverKind::Gpu => None,
+        };
         crate::counters::add(&format!("{prefix}.imports.dma_buf"), 1);
-        if req.driver == DriverKind::Npu {
-            import_alias = Some(inode);
-        }
         if req.driver == DriverKind::Gpu && crate::profile::current().gpu_import_closes_fd() {
             // compute-runtime ≥ 26.14.37833 closes the imported fd once the import succeeded.
             // SAFETY: the caller handed this fd to the import.
             unsafe { libc::close(fd) };
         }
-        (m as usize, len, Backing::Mapped { map: m, len, inode }, Origin::ImportedFd)
-    } else if ext.export || req.driver == DriverKind::Npu {
-        // Every NPU allocation is a shmem GEM object the caller can export, exportable descriptor
-        // or not: linux-npu-driver's `Context::getMemAllocProperties` exports any buffer object it
-        // finds (`VPUBufferObject::exportToFd`, PRIME_HANDLE_TO_FD), and the kernel driver's
-        // objects are shmem-backed. GPU memory is exportable only when allocated so.
+        (m as usize, len, Backing::Mapped { map: m, len, inode, file }, Origin::ImportedFd)
+    } else if req.driver == DriverKind::Npu || req.kind != MemKind::Shared {
+        // A GEM object: the NPU's are shmem; the GPU's host and device memory can be exported
+        // whether or not it was allocated exportable (see the module docs).
         let len = round_up(req.size, PAGE);
         // SAFETY: the name is a valid C string.
         let fd = unsafe { libc::memfd_create(c"vl0-dmabuf".as_ptr(), libc::MFD_CLOEXEC) };
@@ -614,6 +639,7 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         let inode = fd_inode(fd).unwrap_or_default();
         exported().insert(inode);
         let origin = if ext.export { Origin::Exportable } else { Origin::Plain };
+
         (m as usize, req.size, Backing::Memfd { fd, inode, map: m, len }, origin)
     } else {
         let align = req.align.max(if req.size >= PAGE { PAGE } else { 64 });
@@ -730,28 +756,38 @@ pub fn free_context(driver: DriverKind, ctx: usize) -> usize {
     n
 }
 
-/// The export fd of the exportable allocation of `driver` containing `ptr`. GPU: the driver's own
-/// fd for the allocation, the same number on every call, closed by `zeMemFree`. NPU: a new fd the
-/// caller owns.
-pub fn export_fd(driver: DriverKind, ptr: *const c_void) -> ZeResult<c_int> {
+/// The export fd of the allocation of `driver` containing `ptr` (see the module docs for which
+/// allocations export). GPU: the driver's own fd for the allocation, the same number on every call,
+/// closed by `zeMemFree`. NPU: a new fd the caller owns. `None` when `ptr` is no allocation of
+/// `driver`.
+pub fn export_fd(driver: DriverKind, ptr: *const c_void) -> Option<ZeResult<c_int>> {
     let reg = lock(driver);
-    let rec = find(&reg, ptr as usize, None).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
-    let Backing::Memfd { fd, .. } = rec.backing else {
-        return Err(match driver {
+    let rec = find(&reg, ptr as usize, None)?;
+    let source = match (driver, &rec.backing, rec.info.origin) {
+        (DriverKind::Gpu, _, _) if rec.info.kind == MemKind::Shared => None,
+        (DriverKind::Gpu, Backing::Memfd { fd, .. }, _) => Some(*fd),
+        (DriverKind::Npu, Backing::Memfd { fd, .. }, Origin::Exportable) => Some(*fd),
+        (DriverKind::Npu, Backing::Mapped { file: Some(f), .. }, Origin::ImportedFd) => Some(*f),
+        _ => None,
+    };
+    let Some(source) = source else {
+        // GPU: shared USM, and (inferred) an import whose fd the driver closed; NPU: "Buffer should
+        // be created as exportable".
+        return Some(Err(match driver {
             DriverKind::Gpu => ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
             DriverKind::Npu => ZE_RESULT_ERROR_NOT_AVAILABLE,
-        });
+        }));
     };
     let out = match driver {
-        DriverKind::Gpu => fd,
+        DriverKind::Gpu => source,
         // SAFETY: our own open fd; the duplicate is handed to the caller.
-        DriverKind::Npu => unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) },
+        DriverKind::Npu => unsafe { libc::fcntl(source, libc::F_DUPFD_CLOEXEC, 0) },
     };
     if out < 0 {
-        return Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+        return Some(Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY));
     }
     crate::counters::add(&format!("{}.exports.dma_buf", driver.prefix()), 1);
-    Ok(out)
+    Some(Ok(out))
 }
 
 #[cfg(test)]
@@ -790,7 +826,7 @@ mod tests {
                 allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, 5000, 1 << 16) }, &[chain]).unwrap();
             assert_eq!(p as usize % (1 << 16), 0);
             *(p as *mut u8).add(4999) = 42;
-            let fd = export_fd(DriverKind::Gpu, (p as *const u8).add(10).cast()).unwrap();
+            let fd = export_fd(DriverKind::Gpu, (p as *const u8).add(10).cast()).unwrap().unwrap();
             let mut st: libc::stat = std::mem::zeroed();
             assert_eq!(libc::fstat(fd, &mut st), 0);
             assert!(st.st_size >= 5000);
@@ -801,9 +837,46 @@ mod tests {
             assert_eq!(*(m as *const u8).add(4999), 42, "the exported fd keeps the pages");
             libc::munmap(m, 5000);
             libc::close(fd);
-            let plain = allocate(req(DriverKind::Gpu, 64, 0), &[]).unwrap();
-            assert_eq!(export_fd(DriverKind::Gpu, plain), Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE));
-            free(DriverKind::Gpu, plain).unwrap();
+        }
+    }
+
+    /// compute-runtime exports any host or device allocation (export descriptor or not) and no
+    /// shared USM; linux-npu-driver exports only buffer objects allocated exportable and its imports.
+    #[test]
+    fn which_allocations_export() {
+        let e = export_desc();
+        let c = &e as *const _ as *const c_void;
+        // SAFETY: one-entry chains; every fd and allocation released below.
+        unsafe {
+            let plain_host = allocate(req(DriverKind::Gpu, 64, 0), &[]).unwrap();
+            let fd = export_fd(DriverKind::Gpu, plain_host).unwrap().unwrap();
+            assert!(libc::fcntl(fd, libc::F_GETFD) >= 0, "plain GPU host memory exports");
+            free(DriverKind::Gpu, plain_host).unwrap();
+            let shared = Request { kind: MemKind::Shared, ..req(DriverKind::Gpu, PAGE, 0) };
+            for chains in [&[][..], &[c][..]] {
+                let p = allocate(shared, chains).unwrap();
+                assert_eq!(export_fd(DriverKind::Gpu, p), Some(Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)));
+                free(DriverKind::Gpu, p).unwrap();
+            }
+            assert_eq!(export_fd(DriverKind::Gpu, 0x1000 as *const c_void), None, "unknown pointer");
+
+            let plain = allocate(req(DriverKind::Npu, PAGE, 0), &[]).unwrap();
+            assert_eq!(export_fd(DriverKind::Npu, plain), Some(Err(ZE_RESULT_ERROR_NOT_AVAILABLE)));
+            let exportable = allocate(req(DriverKind::Npu, PAGE, 0), &[c]).unwrap();
+            let fd = export_fd(DriverKind::Npu, exportable).unwrap().unwrap();
+            *(exportable as *mut u8) = 7;
+            let d = import_fd_chain(fd);
+            let imported = allocate(Request { context: 9, ..req(DriverKind::Npu, PAGE, 0) }, &[&d as *const _ as *const c_void]).unwrap();
+            libc::close(fd);
+            let again = export_fd(DriverKind::Npu, imported).unwrap().unwrap();
+            let m = libc::mmap(std::ptr::null_mut(), PAGE, libc::PROT_READ, libc::MAP_SHARED, again, 0);
+            assert_ne!(m, libc::MAP_FAILED);
+            assert_eq!(*(m as *const u8), 7, "an import exports the same buffer again");
+            libc::munmap(m, PAGE);
+            libc::close(again);
+            for p in [plain, exportable, imported] {
+                free(DriverKind::Npu, p).unwrap();
+            }
         }
     }
 
@@ -901,7 +974,7 @@ mod tests {
                 &[&e as *const _ as *const c_void],
             )
             .unwrap();
-            let fd = export_fd(DriverKind::Gpu, gpu).unwrap();
+            let fd = export_fd(DriverKind::Gpu, gpu).unwrap().unwrap();
             let d = import_fd_chain(fd);
             let c = &d as *const _ as *const c_void;
             let p = allocate(req(DriverKind::Npu, 16, 0), &[c]).unwrap();
@@ -927,15 +1000,15 @@ mod tests {
         // SAFETY: one-entry chains; fds checked and closed as each driver's rule says.
         unsafe {
             let gpu = allocate(Request { kind: MemKind::Device, ..req(DriverKind::Gpu, PAGE, 0) }, &[c]).unwrap();
-            let a = export_fd(DriverKind::Gpu, gpu).unwrap();
-            assert_eq!(export_fd(DriverKind::Gpu, gpu).unwrap(), a, "one cached fd per allocation");
+            let a = export_fd(DriverKind::Gpu, gpu).unwrap().unwrap();
+            assert_eq!(export_fd(DriverKind::Gpu, gpu).unwrap().unwrap(), a, "one cached fd per allocation");
             assert!(libc::fcntl(a, libc::F_GETFD) >= 0);
             let misuse = crate::counters::get("gpu.export_fd_misuse").unwrap_or(0);
             free(DriverKind::Gpu, gpu).unwrap();
             assert_eq!(crate::counters::get("gpu.export_fd_misuse").unwrap_or(0), misuse);
             let npu = allocate(req(DriverKind::Npu, PAGE, 0), &[c]).unwrap();
-            let x = export_fd(DriverKind::Npu, npu).unwrap();
-            let y = export_fd(DriverKind::Npu, npu).unwrap();
+            let x = export_fd(DriverKind::Npu, npu).unwrap().unwrap();
+            let y = export_fd(DriverKind::Npu, npu).unwrap().unwrap();
             assert_ne!(x, y, "a new fd per NPU export");
             free(DriverKind::Npu, npu).unwrap();
             assert!(libc::fcntl(x, libc::F_GETFD) >= 0, "the caller's NPU export outlives the allocation");
@@ -956,7 +1029,7 @@ mod tests {
                 &[&e as *const _ as *const c_void],
             )
             .unwrap();
-            let d = import_fd_chain(export_fd(DriverKind::Gpu, gpu).unwrap());
+            let d = import_fd_chain(export_fd(DriverKind::Gpu, gpu).unwrap().unwrap());
             let c = &d as *const _ as *const c_void;
             let one = allocate(Request { context: 7, ..req(DriverKind::Npu, PAGE, 0) }, &[c]).unwrap();
             let two = allocate(Request { context: 7, ..req(DriverKind::Npu, PAGE, 0) }, &[c]).unwrap();

@@ -24,6 +24,9 @@
 //! - `VL0_GPU_DRIVER_BUILD=N`: the compute-runtime build the GPU driver reports (default: the
 //!   profile's), which decides whether a dma-buf import closes the caller's fd (builds ≥ 37833).
 //! - `VL0_GPU_IP_VERSION`: overrides the profile's GPU IP version.
+//! - `VL0_NPU_HWS=0`: the kernel schedules NPU work in the OS (an older kernel, `sched_mode=0`, or
+//!   firmware older than JSM API 3.24): no `DRM_IVPU_CAP_MANAGE_CMDQ`, so
+//!   `ZE_extension_command_queue_npu` 1.0 instead of 1.1, on any generation.
 //!
 //! An unknown `VL0_PROFILE` (or a malformed knob) is an error at load: `zeInit`, `zeInitDrivers`
 //! and `zeLoaderInit` fail with `ZE_RESULT_ERROR_UNINITIALIZED` and one line on stderr says why.
@@ -55,9 +58,13 @@ pub struct Profile {
     /// userptr ioctl.
     pub npu_userptr: bool,
     /// `ZE_extension_command_queue_npu` minor version: 1.1 where every device has the kernel's
-    /// `DRM_IVPU_CAP_MANAGE_CMDQ` (linux-npu-driver `driver_handle.cpp` `getSupportedCmdQueueExtVersion`),
-    /// which the kernel reports only under hardware scheduling (`ivpu_drv.c` `ivpu_is_capable`); the
-    /// firmware schedules in the OS on NPU 37xx (inferred from `ivpu_fw.c`), so 1.0 there.
+    /// `DRM_IVPU_CAP_MANAGE_CMDQ` (linux-npu-driver 1.32.1 `umd/level_zero_driver/source/driver_handle.cpp`
+    /// `getSupportedCmdQueueExtVersion`), which the kernel reports only under hardware scheduling
+    /// (`ivpu_drv.c` `ivpu_is_capable`). The scheduling mode is the kernel's and the firmware's, not
+    /// the generation's: kernels with "accel/ivpu: Turn on HWS by default on all platforms" schedule
+    /// in hardware on every NPU (37xx too) given firmware with JSM API ≥ 3.24; older kernels, the
+    /// `sched_mode` module parameter or old firmware schedule in the OS. `VL0_NPU_HWS=0|1` (default 1,
+    /// a current kernel on all four laptops).
     pub npu_command_queue_ext_minor: u32,
     /// iGPU PCI device id (compute-runtime `shared/source/dll/devices/devices_base.inl`).
     pub gpu_device_id: u32,
@@ -92,6 +99,18 @@ pub struct Profile {
 /// (compute-runtime `level_zero/core/source/context/context.cpp`, `allocDeviceMem`/`allocHostMem`:
 /// `closeExternalHandle` after the import, first released in 26.14.37833.4).
 pub const GPU_IMPORT_CLOSES_FD_FROM_BUILD: u32 = 37833;
+
+/// First compute-runtime build with the queue and list getters (`zeCommandQueueGetPriority`,
+/// `zeCommandListImmediateGetPriority` in its DDI table, and all eight queue/list getters answered by
+/// `zeDriverGetExtensionFunctionAddress`): commit 509f37b275, first released in 26.18.38308.1
+/// (`level_zero/core/source/driver/extension_function_address.cpp`; absent in 26.14.37833.4).
+pub const GPU_QUEUE_GETTERS_FROM_BUILD: u32 = 38308;
+
+/// First compute-runtime build that reports `OPAQUE_FD` beside `DMA_BUF` among its external-memory
+/// import and export types (`level_zero/core/source/device/device_imp_drm/device_imp_drm.cpp`
+/// `getExternalMemoryProperties`: DMA_BUF only in 26.14.37833.4 and 26.18.38308.x, both from
+/// 26.22.38646.7 on).
+pub const GPU_OPAQUE_FD_TYPES_FROM_BUILD: u32 = 38646;
 
 /// First compute-runtime build that lists `ZE_experimental_immediate_command_list_append` among its
 /// extensions (`driver_handle_helper.cpp` `extensionsSupported`, first released in 24.52.32224).
@@ -136,7 +155,7 @@ fn base(name: &str) -> Option<Profile> {
             npu_device_id: 0x7D1D,
             npu_generation: NpuGeneration::Npu37xx,
             npu_userptr: false,
-            npu_command_queue_ext_minor: 0,
+            npu_command_queue_ext_minor: 1,
             gpu_device_id: 0x7D55,
             gpu_ip_version: (12 << 22) | (71 << 14) | 4,
             gpu_name: "Intel(R) Arc(TM) Graphics",
@@ -223,6 +242,9 @@ pub fn from_env() -> Result<Profile, String> {
             return Err(format!("VL0_GPU_DRIVER_BUILD={b} does not fit driverVersion's 16 build bits"));
         }
         p.gpu_driver_build = b;
+    }
+    if let Some(hws) = flag("VL0_NPU_HWS")? {
+        p.npu_command_queue_ext_minor = u32::from(hws);
     }
     if let Some(v) = number("VL0_GPU_IP_VERSION")? {
         p.gpu_ip_version = v;

@@ -58,6 +58,8 @@ use std::sync::Arc;
 /// The NPU keeps the plain check (what linux-npu-driver does with a priority is not modelled here).
 fn check_queue(driver: objects::DriverKind, ordinal: u32, index: u32, priority: u32) -> ZeResult {
     match queue_groups(driver).get(ordinal as usize) {
+        // linux-npu-driver 1.32.1 `cmdqueue.cpp` `CommandQueue::create` checks only the ordinal.
+        Some(_) if driver == objects::DriverKind::Npu => Ok(()),
         Some(g) if index < g.queues => Ok(()),
         Some(g)
             if driver == objects::DriverKind::Gpu
@@ -67,6 +69,42 @@ fn check_queue(driver: objects::DriverKind, ordinal: u32, index: u32, priority: 
             Ok(())
         }
         _ => Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
+    }
+}
+
+/// The queue and list getters whose presence in a driver's DDI table depends on the driver.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Getter {
+    QueueOrdinal,
+    QueueIndex,
+    QueuePriority,
+    ListDevice,
+    ListContext,
+    ListOrdinal,
+    ListPriority,
+}
+
+/// Whether the driver's DDI table has the getter; the loader answers a missing entry with
+/// `ZE_RESULT_ERROR_UNINITIALIZED` (level-zero v1.32.0 `source/loader/ze_ldrddi.cpp`: `if (nullptr
+/// == pfn...) return ZE_RESULT_ERROR_UNINITIALIZED`).
+/// - NPU (linux-npu-driver 1.32.1 `umd/level_zero_driver/api/ze_cmdlist.cpp`
+///   `zeGetCommandListProcAddrTable`, `ze_cmdqueue.cpp`): of these, none; it fills only the lists'
+///   `pfnImmediateGetIndex` and `pfnIsImmediate`.
+/// - GPU: the two priority getters only from compute-runtime 26.18.38308 (commit 509f37b275:
+///   `cmdqueue.cpp` `CommandQueue::getPriority`, `cmdlist.cpp` `getImmediatePriority`); the others
+///   at every build this platform presents (**inferred**: their DDI slots at 26.14 were not read).
+pub(crate) fn in_ddi(driver: objects::DriverKind, getter: Getter) -> ZeResult {
+    let present = match driver {
+        objects::DriverKind::Npu => false,
+        objects::DriverKind::Gpu => {
+            !matches!(getter, Getter::QueuePriority | Getter::ListPriority)
+                || crate::profile::current().gpu_driver_build >= crate::profile::GPU_QUEUE_GETTERS_FROM_BUILD
+        }
+    };
+    if present {
+        Ok(())
+    } else {
+        Err(ZE_RESULT_ERROR_UNINITIALIZED)
     }
 }
 
@@ -219,20 +257,29 @@ ze_api! {
     }
     fn zeCommandQueueGetOrdinal(q: ze_command_queue_handle_t, o: *mut u32) {
         // SAFETY: handle validated; out-parameter from the caller.
-        unsafe { *out(o)? = queue_from(q)?.ordinal };
+        let q = unsafe { queue_from(q) }?;
+        in_ddi(q.driver(), Getter::QueueOrdinal)?;
+        // SAFETY: out-parameter from the caller.
+        unsafe { *out(o)? = q.ordinal };
         Ok(())
     }
     /// The index as the descriptor gave it (compute-runtime `CommandQueue::getIndex`).
     fn zeCommandQueueGetIndex(q: ze_command_queue_handle_t, o: *mut u32) {
-        // SAFETY: handle validated; out-parameter from the caller.
-        unsafe { *out(o)? = queue_from(q)?.index };
+        // SAFETY: handle validated.
+        let q = unsafe { queue_from(q) }?;
+        in_ddi(q.driver(), Getter::QueueIndex)?;
+        // SAFETY: out-parameter from the caller.
+        unsafe { *out(o)? = q.index };
         Ok(())
     }
     /// The priority as the descriptor gave it, even one that is no priority (compute-runtime
     /// `CommandQueue::getPriority`; see [`check_queue`]).
     fn zeCommandQueueGetPriority(q: ze_command_queue_handle_t, o: *mut ze_command_queue_priority_t) {
-        // SAFETY: handle validated; out-parameter from the caller.
-        unsafe { *out(o)? = queue_from(q)?.priority };
+        // SAFETY: handle validated.
+        let q = unsafe { queue_from(q) }?;
+        in_ddi(q.driver(), Getter::QueuePriority)?;
+        // SAFETY: out-parameter from the caller.
+        unsafe { *out(o)? = q.priority };
         Ok(())
     }
 
@@ -285,18 +332,27 @@ ze_api! {
         Ok(if l.wait_idle(timeout) { ZE_RESULT_SUCCESS } else { ZE_RESULT_NOT_READY })
     }
     fn zeCommandListGetDeviceHandle(l: ze_command_list_handle_t, o: *mut ze_device_handle_t) {
-        // SAFETY: handle validated; out-parameter from the caller.
-        unsafe { *out(o)? = command_list_from(l)?.device as ze_device_handle_t };
+        // SAFETY: handle validated.
+        let l = unsafe { command_list_from(l) }?;
+        in_ddi(l.driver(), Getter::ListDevice)?;
+        // SAFETY: out-parameter from the caller.
+        unsafe { *out(o)? = l.device as ze_device_handle_t };
         Ok(())
     }
     fn zeCommandListGetContextHandle(l: ze_command_list_handle_t, o: *mut ze_context_handle_t) {
-        // SAFETY: handle validated; out-parameter from the caller.
-        unsafe { *out(o)? = command_list_from(l)?.context as ze_context_handle_t };
+        // SAFETY: handle validated.
+        let l = unsafe { command_list_from(l) }?;
+        in_ddi(l.driver(), Getter::ListContext)?;
+        // SAFETY: out-parameter from the caller.
+        unsafe { *out(o)? = l.context as ze_context_handle_t };
         Ok(())
     }
     fn zeCommandListGetOrdinal(l: ze_command_list_handle_t, o: *mut u32) {
-        // SAFETY: handle validated; out-parameter from the caller.
-        unsafe { *out(o)? = command_list_from(l)?.ordinal };
+        // SAFETY: handle validated.
+        let l = unsafe { command_list_from(l) }?;
+        in_ddi(l.driver(), Getter::ListOrdinal)?;
+        // SAFETY: out-parameter from the caller.
+        unsafe { *out(o)? = l.ordinal };
         Ok(())
     }
     fn zeCommandListIsImmediate(l: ze_command_list_handle_t, o: *mut ze_bool_t) {
@@ -309,6 +365,7 @@ ze_api! {
     fn zeCommandListImmediateGetPriority(l: ze_command_list_handle_t, o: *mut ze_command_queue_priority_t) {
         // SAFETY: handle validated; out-parameter from the caller.
         let (l, o) = unsafe { (command_list_from(l)?, out(o)?) };
+        in_ddi(l.driver(), Getter::ListPriority)?;
         if !l.is_immediate() {
             return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
         }
@@ -430,11 +487,19 @@ ze_api! {
         let pat = unsafe { std::slice::from_raw_parts(pattern as *const u8, psize) }.to_vec();
         let cmd = |driver| {
             if driver == objects::DriverKind::Npu {
-                // linux-npu-driver: pattern sizes 1, 2 and 4 only; the destination must be its memory.
+                // linux-npu-driver 1.32.1 `cmdlist.cpp`: pattern sizes 1, 2 and 4 only; the
+                // destination must be its memory. NPU 37xx fills by a copy from an internal pattern
+                // buffer (`appendMemoryFillAsCopyCmd`), whose foreign destination fails as a copy
+                // does (`UNINITIALIZED`); 40xx+ fill natively (`OUT_OF_DEVICE_MEMORY`).
                 if !matches!(psize, 1 | 2 | 4) {
                     return Err(ZE_RESULT_ERROR_INVALID_SIZE);
                 }
-                npu_memory(driver, dst, size, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)?;
+                let err = if crate::profile::current().npu_generation == crate::profile::NpuGeneration::Npu37xx {
+                    ZE_RESULT_ERROR_UNINITIALIZED
+                } else {
+                    ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
+                };
+                npu_memory(driver, dst, size, err)?;
             }
             Ok(Command::Fill { dst: dst as usize, pattern: pat, size })
         };
@@ -719,7 +784,10 @@ mod tests {
         // SAFETY: as above.
         assert_eq!(unsafe { zeCommandListCreateImmediate(c, d, &desc, &mut il) }, ZE_RESULT_ERROR_INVALID_ARGUMENT);
         let (nc, nd) = context(DriverKind::Npu);
-        assert_eq!(queue(nc, nd, 0, 1).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the NPU group has 1 queue");
+        let (r, q) = queue(nc, nd, 0, 1);
+        assert_eq!(r, ZE_RESULT_SUCCESS, "the NPU checks only the ordinal (linux-npu-driver cmdqueue.cpp)");
+        // SAFETY: a queue just made.
+        unsafe { zeCommandQueueDestroy(q) };
         assert_eq!(queue(nc, nd, 1, 0).0, ZE_RESULT_ERROR_INVALID_ARGUMENT, "the NPU has one group");
         assert_eq!(queue(nc, nd, 0, 0).0, ZE_RESULT_SUCCESS);
     }
@@ -1086,7 +1154,12 @@ mod tests {
                 zeCommandListAppendMemoryFill(l, dst, pat.as_ptr().cast(), ps, n, null_mut(), 0, null_mut())
             };
             assert_eq!(fill(m, 8, 64), ZE_RESULT_ERROR_INVALID_SIZE, "NPU patterns are 1, 2 or 4 bytes");
-            assert_eq!(fill(h, 4, 64), ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
+            let foreign_fill = if crate::profile::current().npu_generation == crate::profile::NpuGeneration::Npu37xx {
+                ZE_RESULT_ERROR_UNINITIALIZED // 37xx fills as a copy
+            } else {
+                ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
+            };
+            assert_eq!(fill(h, 4, 64), foreign_fill);
             assert_eq!(fill(m, 4, 64), ZE_RESULT_SUCCESS);
             assert_eq!(
                 zeCommandListAppendWriteGlobalTimestamp(l, h.cast(), null_mut(), 0, null_mut()),
@@ -1239,6 +1312,26 @@ mod tests {
     #[test]
     fn queues_and_immediate_lists_of_every_priority() {
         let (c, d) = context(DriverKind::Gpu);
+        if crate::profile::current().gpu_driver_build < crate::profile::GPU_QUEUE_GETTERS_FROM_BUILD {
+            // Before 26.18.38308: neither getter in the DDI table (the loader: UNINITIALIZED) nor
+            // in the extension-function table (INVALID_ARGUMENT, NULL).
+            let name = c"zeCommandQueueGetPriority";
+            let mut f = null_mut();
+            // SAFETY: valid driver handle, NUL-terminated name and out-parameter.
+            let r = unsafe {
+                crate::api::driver::zeDriverGetExtensionFunctionAddress(driver(DriverKind::Gpu).handle(), name.as_ptr(), &mut f)
+            };
+            assert_eq!((r, f), (ZE_RESULT_ERROR_INVALID_ARGUMENT, null_mut()));
+            let (r, q) = queue(c, d, 0, 0);
+            assert_eq!(r, ZE_RESULT_SUCCESS);
+            let mut p = 0;
+            // SAFETY: valid handles and out-parameter.
+            unsafe {
+                assert_eq!(zeCommandQueueGetPriority(q, &mut p), ZE_RESULT_ERROR_UNINITIALIZED);
+                zeCommandQueueDestroy(q);
+            }
+            return;
+        }
         let resolve = |name: &str| {
             let name = std::ffi::CString::new(name).unwrap();
             let mut f = null_mut();
@@ -1355,11 +1448,10 @@ mod tests {
             "the ordinal is still checked"
         );
         let (nc, nd) = context(DriverKind::Npu);
-        assert_eq!(
-            prio_queue(nc, nd, &queue_desc(0, 1, low)).0,
-            ZE_RESULT_ERROR_INVALID_ARGUMENT,
-            "the NPU checks the index"
-        );
+        let (r, q) = prio_queue(nc, nd, &queue_desc(0, 1, low));
+        assert_eq!(r, ZE_RESULT_SUCCESS, "the NPU ignores the index");
+        // SAFETY: a queue just made.
+        unsafe { zeCommandQueueDestroy(q) };
     }
 
     /// No ordering by priority (see `check_queue`): compute-runtime puts LOW compute work on a

@@ -1,5 +1,7 @@
 //! Devices: one GPU device in the GPU driver, one VPU device in the NPU driver. No sub-devices;
-//! `zeDeviceGetRootDevice` answers NULL (the device is a root device).
+//! `zeDeviceGetRootDevice` answers NULL on the GPU (the device is a root device: compute-runtime
+//! `device.cpp` `Device::getRootDevice`); the NPU driver has no such entry (linux-npu-driver 1.32.1
+//! `ze_device.cpp` fills no `pfnGetRootDevice`), so the loader answers `UNINITIALIZED`.
 use crate::export::ZeResult;
 use crate::export::{chain, enumerate, now_ns, out, set_cstr};
 use crate::objects::{device, device_from, driver_from, DriverKind};
@@ -210,10 +212,15 @@ ze_api! {
         }
         Ok(())
     }
+    /// level-zero v1.32.0 `source/loader/ze_ldrddi.cpp` `zeDeviceGetRootDevice`: a driver without
+    /// `pfnGetRootDevice` (the NPU's) → `ZE_RESULT_ERROR_UNINITIALIZED` (with a GPU loaded too, the
+    /// intercept layer is on and this is what the loader answers).
     fn zeDeviceGetRootDevice(h: ze_device_handle_t, root: *mut ze_device_handle_t) {
         // SAFETY: handle validated; out-parameter from the caller.
         unsafe {
-            device_from(h)?;
+            if device_from(h)?.driver() == DriverKind::Npu {
+                return Err(ZE_RESULT_ERROR_UNINITIALIZED);
+            }
             *out(root)? = std::ptr::null_mut();
         }
         Ok(())
@@ -391,16 +398,27 @@ ze_api! {
     fn zeDeviceGetExternalMemoryProperties(h: ze_device_handle_t, props: *mut ze_device_external_memory_properties_t) {
         // SAFETY: handle validated; out-parameter from the caller.
         let (d, p) = unsafe { (device_from(h)?, out(props)?) };
+        // GPU: compute-runtime `device_imp_drm.cpp` `getExternalMemoryProperties`, DMA_BUF only
+        // before 26.22.38646, DMA_BUF|OPAQUE_FD in both masks from it (the import itself takes
+        // either flag at every build, `properties_parser.h`).
+        let gpu = if profile::current().gpu_driver_build >= profile::GPU_OPAQUE_FD_TYPES_FROM_BUILD {
+            stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD
+        } else {
+            stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF
+        };
         p.memoryAllocationImportTypes = match d.driver() {
-            DriverKind::Gpu => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD,
-            // STANDARD_ALLOCATION only with userptr import (linux-npu-driver device.cpp
-            // getGetExternalMemoryProperties).
+            DriverKind::Gpu => gpu,
+            // STANDARD_ALLOCATION only with userptr import (linux-npu-driver 1.32.1 `device.cpp`
+            // `getExternalMemoryProperties`).
             DriverKind::Npu if profile::current().npu_userptr => {
                 stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION
             }
             DriverKind::Npu => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
         };
-        p.memoryAllocationExportTypes = stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF;
+        p.memoryAllocationExportTypes = match d.driver() {
+            DriverKind::Gpu => gpu,
+            DriverKind::Npu => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+        };
         p.imageImportTypes = 0;
         p.imageExportTypes = 0;
         Ok(())

@@ -13,10 +13,12 @@ pub const API_VERSION: u32 = make_version(1, 17);
 /// API version linux-npu-driver 1.32.1 reports: `ZE_API_VERSION_CURRENT` of the level-zero 1.27
 /// headers it is built against (1.15).
 pub const NPU_API_VERSION: u32 = make_version(1, 15);
-/// GPU `driverVersion`: major.minor.build from bits 31-24, 23-16, 15-0 (how UR and sycl-ls decode it),
-/// with the profile's compute-runtime build, which callers read to know the driver's fd rules.
+/// GPU `driverVersion`: `0x01030000 + build` (compute-runtime 26.14
+/// `level_zero/core/source/driver/driver_handle.cpp` `DriverHandleImp::getProperties`, major 1 and
+/// minor 3 from `driver_handle.h`), so UR and sycl-ls decode it as 1.3.<build>; callers read the
+/// build to know the driver's fd rules.
 pub fn gpu_driver_version() -> u32 {
-    0x0106_0000 | (crate::profile::current().gpu_driver_build & 0xffff)
+    0x0103_0000 + (crate::profile::current().gpu_driver_build & 0xffff)
 }
 /// NPU `driverVersion`: linux-npu-driver sets it to the build's Unix time (CMake
 /// `string(TIMESTAMP ... %s)`); 1.32.1 was released 2026-04-17.
@@ -204,11 +206,15 @@ pub fn gpu_extensions() -> Vec<(&'static str, u32)> {
 
 /// What the GPU's `zeDriverGetExtensionFunctionAddress` answers: compute-runtime's table
 /// (`extension_function_address.cpp` `ExtensionFunctionAddressHelper::getExtensionFunctionAddress`)
-/// for the names this platform implements (the queue and list getters, priorities included). Every other name there
+/// for the names this platform implements (the queue and list getters, priorities included), which
+/// the table has only from build 26.18.38308 ([`GPU_QUEUE_GETTERS_FROM_BUILD`](crate::profile::GPU_QUEUE_GETTERS_FROM_BUILD)). Every other name there
 /// belongs to a withheld extension (see [`gpu_extensions`]) and is `INVALID_ARGUMENT` with NULL, as
 /// compute-runtime answers an unknown name.
 fn gpu_extension_function(name: &CStr) -> Option<*mut c_void> {
     use crate::api::cmd::*;
+    if crate::profile::current().gpu_driver_build < crate::profile::GPU_QUEUE_GETTERS_FROM_BUILD {
+        return None;
+    }
     let f: *mut c_void = match name.to_bytes() {
         b"zeCommandQueueGetOrdinal" => zeCommandQueueGetOrdinal as *mut c_void,
         b"zeCommandQueueGetIndex" => zeCommandQueueGetIndex as *mut c_void,

@@ -86,48 +86,48 @@ ze_api! {
         // SAFETY: caller's handle.
         unsafe { free(ctx, ptr) }
     }
-    /// GPU (compute-runtime `Context::getMemAllocProperties`): a pointer it does not know is SUCCESS
-    /// with `ZE_MEMORY_TYPE_UNKNOWN`. NPU (linux-npu-driver `memory.cpp`): looked up in this context
-    /// only; unknown → `ZE_RESULT_ERROR_NOT_AVAILABLE` with nothing written, and `phDevice` is never
-    /// written; an export-fd entry with flags other than exactly `DMA_BUF` is skipped (no fd).
+    /// GPU (compute-runtime 26.14 `level_zero/core/source/context/context.cpp`
+    /// `Context::getMemAllocProperties`): a pointer it does not know is SUCCESS with
+    /// `ZE_MEMORY_TYPE_UNKNOWN`, returned before `phDevice` and the `pNext` chain are touched; an
+    /// export-fd entry anywhere in the chain exports (flags not checked, see `memory::export_fd`).
+    /// NPU (linux-npu-driver 1.32.1 `umd/level_zero_driver/source/memory.cpp`): looked up in this
+    /// context only; unknown → `ZE_RESULT_ERROR_NOT_AVAILABLE` with nothing written, and `phDevice`
+    /// is never written; only the **first** `pNext` entry is read, and it exports only when it is an
+    /// export-fd entry with flags exactly `DMA_BUF` (else SUCCESS, no fd); a buffer object that is
+    /// not exportable → `NOT_AVAILABLE`, the fd untouched.
     fn zeMemGetAllocProperties(ctx: ze_context_handle_t, ptr: *const c_void, props: *mut ze_memory_allocation_properties_t, dev: *mut ze_device_handle_t) {
         // SAFETY: handle validated; out-parameters from the caller.
         let (c, p) = unsafe { (context_from(ctx)?, out(props)?) };
         let driver = c.driver();
         let npu = driver == DriverKind::Npu;
         let info = if npu { memory::lookup_in(driver, ctx as usize, ptr) } else { memory::lookup(driver, ptr) };
-        match info {
-            Some(i) => {
-                p.type_ = i.kind as ze_memory_type_t;
-                p.id = i.id;
-                p.pageSize = PAGE as u64;
+        let Some(i) = info else {
+            if npu {
+                return Err(ZE_RESULT_ERROR_NOT_AVAILABLE);
             }
-            None if npu => return Err(ZE_RESULT_ERROR_NOT_AVAILABLE),
-            None => p.type_ = ZE_MEMORY_TYPE_UNKNOWN,
-        }
+            p.type_ = ZE_MEMORY_TYPE_UNKNOWN;
+            return Ok(());
+        };
+        p.type_ = i.kind as ze_memory_type_t;
+        p.id = i.id;
+        p.pageSize = PAGE as u64;
         if !dev.is_null() && !npu {
             // SAFETY: a non-null out-parameter from the caller.
-            unsafe { *dev = info.map_or(0, |i| i.device) as ze_device_handle_t };
+            unsafe { *dev = i.device as ze_device_handle_t };
         }
         // SAFETY: the caller's chain of property structures.
-        for e in unsafe { chain(p.pNext) } {
-            if e.stype == stypes::EXTERNAL_MEMORY_EXPORT_FD {
-                // SAFETY: stype says ze_external_memory_export_fd_t.
-                let x = unsafe { &mut *(e.ptr as *mut ze_external_memory_export_fd_t) };
-                let flags = x.flags;
-                if npu {
-                    if flags == stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF {
-                        x.fd = memory::export_fd(driver, ptr)?;
-                    }
-                    continue;
-                }
-                if flags & (stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD) == 0 {
-                    return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
-                }
-                if info.is_none() {
-                    return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
-                }
-                x.fd = memory::export_fd(driver, ptr)?;
+        let entries = unsafe { chain(p.pNext) };
+        for e in entries.into_iter().take(if npu { 1 } else { usize::MAX }) {
+            if e.stype != stypes::EXTERNAL_MEMORY_EXPORT_FD {
+                continue;
+            }
+            // SAFETY: stype says ze_external_memory_export_fd_t.
+            let x = unsafe { &mut *(e.ptr as *mut ze_external_memory_export_fd_t) };
+            if npu && x.flags != stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF {
+                continue;
+            }
+            if let Some(fd) = memory::export_fd(driver, ptr) {
+                x.fd = fd?;
             }
         }
         Ok(())
