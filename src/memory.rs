@@ -262,6 +262,33 @@ impl NpuMemory for L0Allocation {
     }
 }
 
+/// NPU memory made exportable in the crate's own NPU context
+/// ([`NpuContext::export_context`](crate::npu::NpuContext::export_context)), imported by the
+/// plugin as SHARED_BUF through a fresh export (its own kernel handle in the plugin's context).
+/// Only the shared tensor that made it reaches it (its SYCL side is that tensor's), so host views
+/// are allowed.
+#[cfg(feature = "sycl")]
+pub(crate) struct NpuExportable(pub(crate) L0Allocation);
+
+#[cfg(feature = "sycl")]
+impl sealed::Sealed for NpuExportable {
+    fn region(&self) -> Result<Region> {
+        Ok(Region::DmaBuf { fd: DmaBufFd::Owned(self.0.export_dma_buf()?), len: self.0.len() })
+    }
+    fn exclusive(&self) -> bool {
+        true
+    }
+}
+#[cfg(feature = "sycl")]
+impl NpuMemory for NpuExportable {
+    fn memory_kind(&self) -> MemoryKind {
+        MemoryKind::LevelZero(self.0.kind())
+    }
+    fn byte_len(&self) -> usize {
+        self.0.len()
+    }
+}
+
 impl sealed::Sealed for RawMemory {
     fn region(&self) -> Result<Region> {
         Ok(Region::Host { ptr: self.ptr, len: self.len })

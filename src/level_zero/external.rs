@@ -113,6 +113,37 @@ impl Context {
         unsafe { self.alloc_device_with(&desc, device, size, align, None) }
     }
 
+    /// `zeMemAllocHost` with `ze_external_memory_export_desc_t{DMA_BUF}` (the chain's first entry,
+    /// the only one the NPU driver reads): host memory that [`L0Allocation::export_dma_buf`] can
+    /// export. The NPU driver exports only memory allocated so (and its imports): linux-npu-driver
+    /// 1.32.1 `umd/level_zero_driver/api/ze_memory.cpp` `zeMemAllocHost` → `Location::ExternalHost`,
+    /// `VPUBufferObject::exportToFd`.
+    ///
+    /// # Errors
+    /// [`Unsupported`](crate::ErrorKind::Unsupported) when `device` does not list DMA_BUF in its
+    /// export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
+    pub fn alloc_host_exportable(self: &Arc<Self>, device: Device, size: usize, align: usize) -> Result<L0Allocation> {
+        let ext = device.external_memory_properties()?;
+        if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
+            return Err(Error::unsupported(
+                Path::DmaBuf,
+                format!("{device:?} cannot export dma-buf memory (export types {:?})", ext.export),
+            ));
+        }
+        let export = sys::ze_external_memory_export_desc_t {
+            stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC,
+            pNext: std::ptr::null(),
+            flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+        };
+        let desc = sys::ze_host_mem_alloc_desc_t {
+            stype: sys::ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
+            pNext: std::ptr::addr_of!(export).cast(),
+            flags: 0,
+        };
+        // SAFETY: the chain is one export descriptor, valid for zeMemAllocHost, alive for the call.
+        unsafe { self.alloc_host_with(&desc, size, align, None) }
+    }
+
     /// Imports a dma-buf: `zeMemAllocDevice` on `device` (or `zeMemAllocHost` when `device` is
     /// `None`) with `ze_external_memory_import_fd_t{DMA_BUF, fd}`, mapping `size` bytes of it.
     ///
@@ -211,8 +242,9 @@ pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
 impl L0Allocation {
     /// Exports the allocation as a dma-buf fd (`zeMemGetAllocProperties` with
     /// `ze_external_memory_export_fd_t{DMA_BUF}`). Each call returns a new fd that the caller owns
-    /// and closes (a duplicate where the driver keeps its export fd); on a GPU driver the allocation
-    /// must have been made with [`Context::alloc_device_exportable`].
+    /// and closes (a duplicate where the driver keeps its export fd). On the NPU driver the
+    /// allocation must have been made exportable ([`Context::alloc_host_exportable`],
+    /// [`Context::alloc_device_exportable`]) or be a dma-buf import.
     pub fn export_dma_buf(&self) -> Result<OwnedFd> {
         self.context().export_dma_buf(self.as_ptr())
     }
@@ -221,9 +253,11 @@ impl L0Allocation {
 impl Context {
     /// Exports the allocation of this context that starts at `ptr` as a dma-buf fd the caller owns
     /// (`zeMemGetAllocProperties` with `ze_external_memory_export_fd_t{DMA_BUF}`; a duplicate where
-    /// the driver keeps its own export fd). The NPU driver exports any allocation it made
-    /// (linux-npu-driver `Context::getMemAllocProperties`, `VPUBufferObject::exportToFd`: a new fd
-    /// per call); a GPU driver only memory allocated exportable.
+    /// the driver keeps its own export fd). The NPU driver exports only buffer objects allocated
+    /// with an export descriptor and its dma-buf imports, a new fd per call; any other allocation is
+    /// `NOT_AVAILABLE` (linux-npu-driver 1.32.1 `Context::getMemAllocProperties`,
+    /// `VPUBufferObject::exportToFd`). compute-runtime exports any host or device allocation (pooled
+    /// USM exports its pool's buffer: allocate exportable to get one of its own) and no shared USM.
     ///
     /// # Errors
     /// [`Unsupported { path: DmaBuf }`](crate::ErrorKind::Unsupported) when the driver returns no
@@ -253,7 +287,7 @@ impl Context {
         check(r, "zeMemGetAllocProperties")?;
         if export.fd < 0 {
             return Err(Error::unsupported(Path::DmaBuf, "the driver returned no fd for the export")
-                .explain("a GPU driver exports only memory allocated exportable (Context::alloc_device_exportable)"));
+                .explain("allocate the memory exportable (Context::alloc_host_exportable / alloc_device_exportable)"));
         }
         if driver_owns_fd {
             // SAFETY: the driver's own open fd, valid while the allocation lives (the caller's

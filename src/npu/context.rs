@@ -1,7 +1,7 @@
 //! [`NpuContext`]: OpenVINO's NPU context seen from Level Zero.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{Error, ErrorKind, Path, Result};
 use crate::level_zero::{self, ApiVersion, Device, DeviceType, Driver, ExternalMemoryTypes, INTEL_NPU_DRIVER_UUID};
@@ -163,6 +163,25 @@ impl NpuContext {
     /// What the driver supports.
     pub fn capabilities(&self) -> &NpuCapabilities {
         &self.inner.caps
+    }
+
+    /// The crate's own Level Zero context on the NPU driver: one per process, made on first use
+    /// and destroyed when the last allocation in it is freed. Memory the NPU exports to SYCL
+    /// (`NpuExport`) is allocated here, not in the plugin's context: a dma-buf imported into the
+    /// context that made it gets that allocation's kernel handle again, and the plugin's free of its
+    /// import would close the handle under the allocation (linux-npu-driver 1.32.1
+    /// `VPUBufferObject::importFromFd`, `VPUDeviceContext::freeMemAlloc` →
+    /// `allowDeleteExternalHandle`). Each context opens its own DRM file, so imports into the
+    /// plugin's context are independent of it.
+    pub fn export_context(&self) -> Result<Arc<level_zero::Context>> {
+        static OWN: Mutex<Weak<level_zero::Context>> = Mutex::new(Weak::new());
+        let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = own.upgrade() {
+            return Ok(c);
+        }
+        let c = Arc::new(level_zero::Context::create(self.driver())?);
+        *own = Arc::downgrade(&c);
+        Ok(c)
     }
 }
 

@@ -14,6 +14,9 @@ pub enum LaptopGeneration {
     LunarLake,
     /// Panther Lake: NPU 50xx (0xB03E), Xe3-LPG iGPU.
     PantherLake,
+    /// Wildcat Lake: NPU 50xx with one tile (0xFD3E; linux-npu-driver 1.32.1
+    /// `umd/vpu_driver/source/device/vpu_50xx/vpu_hw_50xx.hpp`). No laptop profile presents it.
+    WildcatLake,
 }
 
 impl LaptopGeneration {
@@ -24,6 +27,7 @@ impl LaptopGeneration {
             0xAD1D => LaptopGeneration::ArrowLake,
             0x643E => LaptopGeneration::LunarLake,
             0xB03E => LaptopGeneration::PantherLake,
+            0xFD3E => LaptopGeneration::WildcatLake,
             _ => return None,
         })
     }
@@ -33,7 +37,7 @@ impl LaptopGeneration {
         match self {
             LaptopGeneration::MeteorLake | LaptopGeneration::ArrowLake => "NPU 37xx",
             LaptopGeneration::LunarLake => "NPU 40xx",
-            LaptopGeneration::PantherLake => "NPU 50xx",
+            LaptopGeneration::PantherLake | LaptopGeneration::WildcatLake => "NPU 50xx",
         }
     }
 
@@ -53,6 +57,7 @@ impl fmt::Display for LaptopGeneration {
             LaptopGeneration::ArrowLake => "Arrow Lake",
             LaptopGeneration::LunarLake => "Lunar Lake",
             LaptopGeneration::PantherLake => "Panther Lake",
+            LaptopGeneration::WildcatLake => "Wildcat Lake",
         })
     }
 }
@@ -68,5 +73,6 @@ mod tests {
         assert!(!LaptopGeneration::MeteorLake.can_import_user_memory());
         assert_eq!(LaptopGeneration::from_npu_device_id(0x1234), None);
         assert_eq!(LaptopGeneration::PantherLake.to_string(), "Panther Lake");
+        assert_eq!(LaptopGeneration::from_npu_device_id(0xFD3E).unwrap().npu_family(), "NPU 50xx");
     }
 }

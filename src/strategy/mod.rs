@@ -355,15 +355,22 @@ impl Strategy {
                 SharedTensor::over(self.kind, &self.queue, tensor, self.zero_copy, ptr, len)
             }
             StrategyKind::NpuExport => {
-                let tensor = self.npu.l0_host_tensor(element_type, shape, tensor_type)?;
-                let va = host_va(&tensor)?;
-                // The NPU driver exports its own allocation: a new fd the caller owns
-                // (linux-npu-driver `VPUBufferObject::exportToFd`); SYCL imports it and keeps it.
-                let fd = self.npu.level_zero_context().export_dma_buf(va.as_ptr().cast()).map_err(|e| {
-                    Error::unsupported(Path::NpuToSyclZeroCopy, "the NPU driver did not export its memory as a dma-buf")
-                        .explain("use the dma-buf strategy (SYCL memory imported by the NPU) or the NPU→SYCL copy")
+                // NPU memory made exportable in the crate's own NPU context; the plugin imports one
+                // export (SHARED_BUF), SYCL another: three mappings of one buffer. The plugin's own
+                // tensors cannot be exported: it allocates them without an export descriptor.
+                let unsupported = |what: &str, e: Error| {
+                    Error::unsupported(Path::NpuToSyclZeroCopy, what.to_string())
+                        .explain(
+                            "use the dma-buf strategy (SYCL memory imported by the NPU) or the NPU→SYCL copy",
+                        )
                         .with_source(e)
-                })?;
+                };
+                let own = self.npu.export_context()?;
+                let mem = own
+                    .alloc_host_exportable(self.npu.device(), len, PAGE_SIZE)
+                    .map_err(|e| unsupported("the NPU driver could not allocate exportable memory", e))?;
+                let fd = mem.export_dma_buf().map_err(|e| unsupported("the NPU driver did not export its memory", e))?;
+                let tensor = self.npu.import(crate::memory::NpuExportable(mem), element_type, shape, tensor_type)?;
                 let imported = sycl::ImportedMemory::import_dma_buf(context, &self.device, fd, len).map_err(|e| {
                     Error::unsupported(Path::NpuToSyclZeroCopy, "SYCL could not import the NPU's dma-buf")
                         .explain(
