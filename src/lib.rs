@@ -71,7 +71,7 @@
 //! | [`CardPath`] (the forum snippet) | `make_context(ownership::keep)` over the **NPU's** `ze_context`, then `malloc_shared` | CPU_VA | **nowhere with stock DPC++**: the NPU's Level Zero driver is never a SYCL platform. Returns [`ErrorKind::Unsupported`] `{ path: Path::CardPath }` with the reason. It does run to the end for a context of a driver SYCL lists ([`Strategy::card_path`]; `tests/strategies.rs`, `card_path_on_a_gpu_driver_context_runs_to_the_end_v1`/`_v2`) | — | — | — |
 //! | [`DmaBuf`] | `alloc_exportable_device_mem` → `export_device_mem_handle<dma_buf>` (device memory) | SHARED_BUF (a dma-buf **fd**) | a GPU driver that exports dma-bufs and an NPU driver that lists `DMA_BUF` among its import types (the doctor prints it). Intel's recommended Linux path; a real i915/xe → ivpu import is **unverified**. Verified on the virtual platform with adapters v1 and v2 | yes | one export plus one NPU import per tensor (page pinning and IOMMU mapping on real hardware). Each inference then costs nothing extra | the remote tensor: it holds the fd (closes it once) and the [`sycl::ExportableDeviceMemory`] |
 //! | [`CpuVa`] | `aligned_alloc_host` / `aligned_alloc_shared` (4096-aligned, size rounded up to 4096) | CPU_VA (system-memory import) | NPU drivers with `STANDARD_ALLOCATION` import (`ZE_extension_external_memmap_sysmem`). GPU-driver USM imported by the NPU as system memory is **unverified** on real i915/xe + ivpu | yes | one NPU import per tensor. Each inference then costs nothing extra | the remote tensor, which holds the [`sycl::UsmBuffer`] |
-//! | `NpuExport` | the plugin's memory, exported by the NPU driver as a dma-buf (a new fd the caller owns) and imported by SYCL | L0 host tensor, used in place | an NPU driver that exports its objects (all do) and a GPU driver that imports the NPU's dma-buf (ivpu → i915/xe **unverified**). Verified on the virtual platform with adapters v1 and v2 | yes | one export and one SYCL import per tensor | the remote tensor (the plugin's allocation); the shared tensor holds the SYCL import and its fd |
+//! | `NpuExport` | NPU host memory the crate allocates exportable in its own NPU context, exported by the NPU driver as dma-bufs (new fds the caller owns) and imported by SYCL | SHARED_BUF import of the same buffer, used in place | an NPU driver that exports memory allocated exportable (linux-npu-driver 1.32.1 does; it exports nothing else, so the plugin's own tensors never) and a GPU driver that imports the NPU's dma-buf (ivpu → i915/xe **unverified**). Verified on the virtual platform with adapters v1 and v2 | yes | one allocation, two exports, one NPU and one SYCL import per tensor | the remote tensor holds the NPU allocation (freed after the plugin's import); the shared tensor holds the SYCL import and its fd |
 //! | [`NpuToSycl`] | SYCL `memcpy` to and from the plugin's memory | L0 host tensor (`L0_INTERNAL_BUF`, allocated by the plugin) | wherever the NPU works | **no**: one CPU copy per transfer | none on the NPU side; every SYCL ⇄ NPU transfer costs one memcpy of the tensor's bytes | the plugin's allocation, freed with the remote tensor |
 //! | [`Auto`] | tries them in this order and keeps the first that works | | chooses **dma-buf** on the virtual platform; expected (unverified) to do the same on Linux Core Ultra machines with stock DPC++ | | it runs each strategy's probe: a 4 KiB tensor written by SYCL, read through the NPU's mapping, and back | |
 //!
@@ -105,13 +105,16 @@
 //!    replaced by a rebind is held until the next inference has finished, because OpenVINO and
 //!    the recorded command list may still refer to it. Proved by
 //!    `tests/openvino_cpu.rs::a_rebound_tensor_lives_until_the_next_inference_finishes`.
-//! 3. **The NPU's Level Zero context is borrowed.** The plugin creates exactly one per `Core`
-//!    (`L0_CONTEXT`) and destroys it with the `Core`. [`NpuContext`](npu::NpuContext) wraps it as
+//! 3. **The NPU's Level Zero context is borrowed.** The plugin keeps one per process, shared by
+//!    every live `Core` (`ZeroInitStructsHolder::getInstance()`, since openvinotoolkit/openvino#29917),
+//!    and destroys it when the last Core (or tensor, context, model) holding it goes: a later Core
+//!    gets a new one. [`NpuContext`](npu::NpuContext) wraps it as
 //!    a borrowed [`level_zero::Context`] that never destroys it, and keeps the OpenVINO remote
 //!    context, and through it the Core, alive. A SYCL context made from a foreign `ze_context`
 //!    with `ownership::keep` holds the context's owner as its keep-alive
 //!    ([`sycl::LevelZeroOwnership::Keep`]), so the owner cannot destroy it first. Proved by
-//!    `tests/npu_memory_paths.rs::npu_context_keeps_the_compiled_model_and_core_alive` and
+//!    `tests/npu_memory_paths.rs::npu_context_keeps_the_compiled_model_and_core_alive`,
+//!    `tests/npu_memory_paths.rs::two_cores_share_one_npu_context` and
 //!    `tests/sycl_shim.rs` (`keep_leaves_the_context_alive_v1`/`_v2`).
 //! 4. **A dma-buf fd is handed over by value.**
 //!    [`import`](npu::NpuContext::import) takes an `OwnedFd` and closes it exactly
@@ -134,8 +137,8 @@
 //! # The forum questions, answered
 //!
 //! ## Can the NPU use pre-allocated device memory, or a memory pool of mine?
-//! It can use your memory, but not your allocator or context. The NPU plugin has exactly one Level
-//! Zero context per `Core` and accepts no user context (Intel KB 000100965), so "a pool for the
+//! It can use your memory, but not your allocator or context. The NPU plugin has one Level Zero
+//! context per process, shared by its Cores, and accepts no user context (Intel KB 000100965), so "a pool for the
 //! NPU" means buffers you allocate once in **your** SYCL context, each wrapped once as a remote
 //! tensor:
 //! - pre-allocated **device** memory: exportable device memory handed over as a dma-buf ([`DmaBuf`]);

@@ -52,8 +52,8 @@ const RUNTIME_LEAKS: &[(&str, &str, u64)] = &[
     ("pool", "zeMemGetAllocProperties", 4),
     ("dma_buf", "zeMemGetAllocProperties", 2),
     ("dma_buf", "zeMemGetAllocProperties", 4),
-    ("npu_export", "zeMemGetAllocProperties", 1),
-    ("npu_export", "zeMemGetAllocProperties", 4),
+    ("npu_export", "zeMemGetAllocProperties", 3),
+    ("npu_export", "zeMemGetAllocProperties", 6),
     ("npu_to_sycl", "zeMemGetAllocProperties", 1),
     ("npu_to_sycl", "zeMemGetAllocProperties", 3),
 ];

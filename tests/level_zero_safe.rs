@@ -280,9 +280,19 @@ fn errors_carry_the_result_and_the_call() {
     drop(w);
     assert_eq!(open_fds(), fds0, "the owned fd is closed on error");
 
-    // A non-exportable allocation has nothing to export.
+    // compute-runtime exports any host or device allocation and no shared USM; the NPU driver only
+    // memory allocated exportable ("Buffer should be created as exportable": NOT_AVAILABLE).
     let plain = ctx.alloc_device(gpu, 4096, 0).unwrap();
-    assert!(plain.export_dma_buf().is_err());
+    drop(plain.export_dma_buf().unwrap());
+    let shared = ctx.alloc_shared(gpu, 4096, 0).unwrap();
+    let e = shared.export_dma_buf().unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::LevelZero { result: 0x7800_0003, call: "zeMemGetAllocProperties" }, "{e}");
+    let npu_plain = npu_ctx.alloc_host(4096, 0, HostMemFlags::NONE).unwrap();
+    let e = npu_plain.export_dma_buf().unwrap_err();
+    assert_eq!(e.kind(), &ErrorKind::LevelZero { result: 0x7001_0001, call: "zeMemGetAllocProperties" }, "{e}");
+    let (_, npu) = find(DeviceType::Vpu);
+    let exportable = npu_ctx.alloc_host_exportable(npu, 4096, 4096).unwrap();
+    drop(exportable.export_dma_buf().unwrap());
 }
 
 #[test]

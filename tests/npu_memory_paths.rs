@@ -139,6 +139,48 @@ fn npu_context_keeps_the_compiled_model_and_core_alive() {
     m.compare(0, &m.reference(&[&a, &b]).unwrap()[0], &sum).unwrap();
 }
 
+/// The plugin keeps one Level Zero context per process for every live Core (openvinotoolkit/openvino
+/// `ZeroInitStructsHolder::getInstance()`): two Cores' NPU contexts are one context, a buffer is
+/// imported into it once whichever Core's tensor comes first, and dropping one Core (with its model,
+/// request and tensor) leaves the other's tensors working.
+#[test]
+fn two_cores_share_one_npu_context() {
+    let _s = serial();
+    let m = models::fully_connected();
+    let d = &m.inputs[0];
+    let input = m.sample_input(0);
+    let want = m.reference(&[&input]).unwrap();
+    let compile = |core: &Core| {
+        let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
+        core.compile_model(&model, "NPU", &Properties::new()).unwrap()
+    };
+    let core_a = Core::new().unwrap();
+    let core_b = Core::new().unwrap();
+    let (compiled_a, compiled_b) = (compile(&core_a), compile(&core_b));
+    let npu_a = NpuContext::from_compiled_model(&compiled_a).unwrap();
+    let npu_b = NpuContext::from_compiled_model(&compiled_b).unwrap();
+    assert_eq!(npu_a.level_zero_context().as_raw(), npu_b.level_zero_context().as_raw(), "one context for both Cores");
+
+    let gpu = gpu();
+    let (_mem, fd) = gpu.exported(input.len().next_multiple_of(4096), Some(&input));
+    let imports0 = counter("npu.imports.dma_buf");
+    let t_a = npu_a.import(dup_fd(fd.as_fd()).unwrap(), d.element_type, d.shape.clone(), TensorType::Input).unwrap();
+    let t_b = npu_b.import(fd, d.element_type, d.shape.clone(), TensorType::Input).unwrap();
+    assert_eq!(counter("npu.imports.dma_buf"), imports0 + 1, "one import of the buffer across both Cores");
+
+    let mut request_a = compiled_a.create_infer_request().unwrap();
+    request_a.set_input_tensor(0, &t_a).unwrap();
+    request_a.infer().unwrap();
+    m.compare(0, &want[0], &request_a.output_tensor(0).unwrap().bytes().unwrap().to_vec()).unwrap();
+    drop((request_a, t_a, npu_a, compiled_a, core_a));
+
+    let mut request_b = compiled_b.create_infer_request().unwrap();
+    request_b.set_input_tensor(0, &t_b).unwrap();
+    request_b.infer().unwrap();
+    m.compare(0, &want[0], &request_b.output_tensor(0).unwrap().bytes().unwrap().to_vec()).unwrap();
+    npu_b.level_zero_context().status().unwrap();
+}
+
 // ------------------------------------------------------------------------------------------------
 // The paths: correct results and zero-copy
 // ------------------------------------------------------------------------------------------------

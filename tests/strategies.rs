@@ -573,7 +573,8 @@ mod inner {
             Some(ErrorKind::Unsupported { path: Path::CpuVa })
         );
         // Shared system memory needs the NPU's user-memory import (NPU 40xx+ with the userptr ioctl).
-        // The NPU's own memory exported to SYCL works everywhere (every NPU driver exports its objects).
+        // NPU memory allocated exportable, imported by SYCL, works everywhere (every NPU driver
+        // exports memory allocated so).
         let expected = if e.npu.capabilities().sysmem_import {
             vec![StrategyKind::DmaBuf, StrategyKind::SharedSystem, StrategyKind::NpuExport, StrategyKind::NpuToSycl]
         } else {
@@ -606,15 +607,28 @@ mod inner {
         let mut staging = UsmBuffer::new(&e.ctx, &e.gpu, UsmKind::Device, 4096, 64).unwrap();
         let fds0 = open_fds();
         let (gpu_live0, exports0) = (counter("gpu.live_allocations"), counter("npu.exports.dma_buf"));
+        let (npu_imports0, gpu_imports0) = (counter("npu.imports.dma_buf"), counter("gpu.imports.dma_buf"));
         {
             let s = Strategy::new(StrategyKind::NpuExport, &e.npu, &e.ctx, &e.gpu).unwrap();
             assert!(s.is_zero_copy());
             s.probe().unwrap();
             let mut t = s.tensor(ElementType::F32, [1, 1024], TensorType::Output).unwrap();
+            // Per tensor: exportable NPU memory in the crate's own context, exported twice: once
+            // imported by the plugin (SHARED_BUF), once by SYCL.
             assert_eq!(
                 counter("npu.exports.dma_buf"),
-                exports0 + 2,
-                "the probe's tensor and this one: one export each"
+                exports0 + 4,
+                "the probe's tensor and this one: two exports each"
+            );
+            assert_eq!(counter("npu.imports.dma_buf"), npu_imports0 + 2, "the plugin imports each once");
+            assert_eq!(counter("gpu.imports.dma_buf"), gpu_imports0 + 2, "SYCL imports each once");
+            let own = e.npu.export_context().unwrap();
+            assert_ne!(own.as_raw(), e.npu.level_zero_context().as_raw(), "not the plugin's context");
+            let mem_handle = t.remote_tensor().params().unwrap().mem_handle;
+            assert_eq!(
+                e.npu.level_zero_context().memory_properties(mem_handle).unwrap().kind,
+                npu_sycl_bridge::level_zero::MemoryKind::Host,
+                "the tensor is the plugin's import, an allocation of its context"
             );
             // SYCL sees its own device memory (the import of the NPU's pages), usable by kernels.
             assert_eq!(e.ctx.pointer_kind(t.sycl_ptr().cast()).unwrap(), Some(UsmKind::Device));

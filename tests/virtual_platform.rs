@@ -665,13 +665,55 @@ fn dma_buf_export_and_import_share_pages() {
         assert_eq!(mb[N - 1], 0x11);
         libc::munmap(m, N);
 
-        // An allocation without the export descriptor cannot be exported.
+        // compute-runtime exports device memory allocated without the export descriptor too
+        // (`Context::getMemAllocProperties` checks none), and no shared USM.
         let plain = dev_desc(std::ptr::null());
         let mut p: *mut c_void = std::ptr::null_mut();
         ok(a.zeMemAllocDevice(gctx, &plain, 64, 0, gdev, &mut p), "plain zeMemAllocDevice");
-        assert_ne!(try_export_fd(gctx, p).0, ZE_RESULT_SUCCESS);
+        let (r, pfd) = try_export_fd(gctx, p);
+        assert_eq!(r, ZE_RESULT_SUCCESS, "plain device memory exports");
+        assert!(pfd >= 0);
         ok(a.zeMemFree(gctx, p), "zeMemFree");
-        destroy_contexts(&[gctx, nctx]);
+        let e = export_desc();
+        let sd = dev_desc((&e as *const ze_external_memory_export_desc_t).cast());
+        let sh = host_desc(std::ptr::null());
+        let mut s: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocShared(gctx, &sd, &sh, 64, 0, gdev, &mut s), "exportable zeMemAllocShared");
+        assert_eq!(try_export_fd(gctx, s).0, ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, "shared USM never exports");
+        ok(a.zeMemFree(gctx, s), "zeMemFree");
+        // An unknown pointer: SUCCESS, type UNKNOWN, no fd and phDevice untouched.
+        let mut probe = [0u8; 64];
+        let (r, ufd) = try_export_fd(gctx, probe.as_mut_ptr().cast());
+        assert_eq!((r, ufd), (ZE_RESULT_SUCCESS, -1), "unknown pointer: no fd");
+
+        // The NPU exports only buffer objects allocated exportable, and its imports.
+        let hd = host_desc(std::ptr::null());
+        let mut np: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocHost(nctx, &hd, 4096, 0, &mut np), "plain NPU zeMemAllocHost");
+        assert_eq!(try_export_fd(nctx, np), (ZE_RESULT_ERROR_NOT_AVAILABLE, -1), "plain NPU memory: fd untouched");
+        let ed = host_desc((&e as *const ze_external_memory_export_desc_t).cast());
+        let mut xp: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocHost(nctx, &ed, 4096, 0, &mut xp), "exportable NPU zeMemAllocHost");
+        let (r, xfd) = try_export_fd(nctx, xp);
+        assert_eq!(r, ZE_RESULT_SUCCESS);
+        let (r, xfd2) = try_export_fd(nctx, xp);
+        assert!(r == ZE_RESULT_SUCCESS && xfd2 != xfd, "a new fd per NPU export");
+        let imp = import_desc(xfd, ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF);
+        let ih = host_desc((&imp as *const ze_external_memory_import_fd_t).cast());
+        let nctx2 = context(npu);
+        let mut ip: *mut c_void = std::ptr::null_mut();
+        ok(a.zeMemAllocHost(nctx2, &ih, 4096, 0, &mut ip), "import into another NPU context");
+        let (r, rfd) = try_export_fd(nctx2, ip);
+        assert!(r == ZE_RESULT_SUCCESS && rfd >= 0, "an NPU import exports again");
+        for f in [pfd, xfd, xfd2, rfd] {
+            if f != pfd {
+                libc::close(f);
+            }
+        }
+        for (c, q) in [(nctx, np), (nctx, xp), (nctx2, ip)] {
+            ok(a.zeMemFree(c, q), "zeMemFree");
+        }
+        destroy_contexts(&[gctx, nctx, nctx2]);
     }
 }
 
@@ -1112,6 +1154,14 @@ fn imports_user_memory(ctx: ze_context_handle_t) -> bool {
     false
 }
 
+fn total_ram() -> u64 {
+    // SAFETY: plain-old-data out-parameter, written by sysinfo.
+    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: si is a valid out-parameter.
+    assert_eq!(unsafe { libc::sysinfo(&mut si) }, 0);
+    si.totalram as u64 * si.mem_unit as u64
+}
+
 /// Each laptop profile, and Lunar Lake on a kernel without the userptr ioctl, in its own process
 /// (the profile is read once per process).
 #[test]
@@ -1120,6 +1170,10 @@ fn profiles_present_the_real_laptops() {
         run_child("profile", &[("VL0_PROFILE", name)]);
     }
     run_child("profile", &[("VL0_PROFILE", "lnl"), ("VL0_NPU_USERPTR", "0")]);
+    // The kernel's scheduling mode, not the generation, decides the command-queue extension; the
+    // GPU's answers follow its compute-runtime build.
+    run_child("profile", &[("VL0_PROFILE", "mtl"), ("VL0_NPU_HWS", "0")]);
+    run_child("profile", &[("VL0_PROFILE", "lnl"), ("VL0_NPU_HWS", "0"), ("VL0_GPU_DRIVER_BUILD", "38646")]);
 }
 
 /// The iGPU's queue groups (a copy-only blitter group among them, with its fill-pattern limit),
@@ -1428,7 +1482,9 @@ fn check_gpu_extensions() {
             ok(a.zeCommandListCreateImmediate(ctx, dev, &qd, &mut l), "immediate list with the offload hint");
             ok(a.zeCommandListDestroy(l), "destroy");
         }
-        // The GPU's extension-function table answers the getters compute-runtime puts there.
+        // The GPU's extension-function table answers the getters compute-runtime puts there, from
+        // 26.18.38308 on (commit 509f37b275); the default build 26.14.37833 knows none of them.
+        let build: u32 = std::env::var("VL0_GPU_DRIVER_BUILD").map_or(37833, |b| b.parse().unwrap());
         for n in [
             "@zeCommandQueueGetOrdinal",
             "@zeCommandQueueGetPriority",
@@ -1437,7 +1493,11 @@ fn check_gpu_extensions() {
             "@zeCommandListImmediateGetPriority",
         ] {
             let f = resolve(gpu, n);
-            assert!(!f.is_null() && !is_stub(f), "{n}");
+            if build >= 38308 {
+                assert!(!f.is_null() && !is_stub(f), "{n}");
+            } else {
+                assert!(f.is_null(), "{n} is not in build {build}'s table");
+            }
         }
         destroy_contexts(&[ctx]);
     }
@@ -1699,7 +1759,7 @@ fn every_advertised_extension_is_backed() {
 /// and one before it.
 #[test]
 fn gpu_command_semantics_follow_compute_runtime() {
-    for build in ["37833", "30000", "29000"] {
+    for build in ["38308", "37833", "30000", "29000"] {
         run_child("command_semantics", &[("VL0_GPU_DRIVER_BUILD", build)]);
     }
 }
@@ -1805,6 +1865,56 @@ mod inner {
             // SAFETY: valid handle and out-parameter.
             ok(unsafe { api().zeDeviceGetExternalMemoryProperties(ndev, &mut ext) }, "external memory");
             assert_eq!(ext.memoryAllocationImportTypes, if userptr { 0x102 } else { 0x2 }, "{name}");
+            // The GPU (compute-runtime device_imp_drm.cpp): DMA_BUF only before 26.22.38646,
+            // DMA_BUF|OPAQUE_FD in both masks from it; driverVersion 0x01030000 + build
+            // (driver_handle.cpp getProperties).
+            let build: u32 = std::env::var("VL0_GPU_DRIVER_BUILD").map_or(37833, |b| b.parse().unwrap());
+            let mut gext: ze_device_external_memory_properties_t = zeroed();
+            gext.stype = ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES;
+            // SAFETY: valid handle and out-parameter.
+            ok(unsafe { api().zeDeviceGetExternalMemoryProperties(gdev, &mut gext) }, "GPU external memory");
+            let types = if build >= 38646 { 0x3 } else { 0x2 };
+            assert_eq!((gext.memoryAllocationImportTypes, gext.memoryAllocationExportTypes), (types, types), "{name}");
+            let mut dp: ze_driver_properties_t = zeroed();
+            dp.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES;
+            // SAFETY: valid handle and out-parameter.
+            ok(unsafe { api().zeDriverGetProperties(gpu, &mut dp) }, "zeDriverGetProperties(gpu)");
+            assert_eq!(dp.driverVersion, 0x0103_0000 + build, "{name}: decodes as 1.3.<build>");
+            // maxMemAllocSize: 4 GiB - 8 KiB on Xe-LPG; no 4 GiB cap on Xe2+ (compiler_product_helper).
+            let xe2 = gpu_ip >= 0x0500_4000;
+            if xe2 {
+                assert!(gp.maxMemAllocSize > 4 << 30 || total_ram() <= 5 << 30, "{name}: {}", gp.maxMemAllocSize);
+            } else {
+                assert_eq!(gp.maxMemAllocSize, 0xFFFF_E000, "{name}");
+            }
+            // The NPU driver has no zeDeviceGetRootDevice: the loader answers UNINITIALIZED.
+            let mut root: ze_device_handle_t = ndev;
+            // SAFETY: valid handle and out-parameter.
+            assert_eq!(
+                unsafe { api().zeDeviceGetRootDevice(ndev, &mut root) },
+                ZE_RESULT_ERROR_UNINITIALIZED,
+                "{name}"
+            );
+            // ZE_extension_command_queue_npu: 1.1 under hardware scheduling (the default: a current
+            // kernel on every generation), 1.0 with VL0_NPU_HWS=0 (linux-npu-driver
+            // getSupportedCmdQueueExtVersion).
+            let hws = std::env::var("VL0_NPU_HWS").as_deref() != Ok("0");
+            let mut n = 0u32;
+            // SAFETY: count query, then an array of n entries.
+            let versions: Vec<ze_driver_extension_properties_t> = unsafe {
+                ok(api().zeDriverGetExtensionProperties(npu, &mut n, std::ptr::null_mut()), "extensions");
+                let mut v: Vec<ze_driver_extension_properties_t> = (0..n).map(|_| zeroed()).collect();
+                ok(api().zeDriverGetExtensionProperties(npu, &mut n, v.as_mut_ptr()), "extensions");
+                v
+            };
+            let queue_ext = versions
+                .iter()
+                // SAFETY: NUL-terminated names written by the driver.
+                .find(|e| {
+                    unsafe { std::ffi::CStr::from_ptr(e.name.as_ptr()) }.to_bytes() == b"ZE_extension_command_queue_npu"
+                })
+                .expect("ZE_extension_command_queue_npu");
+            assert_eq!(queue_ext.version & 0xffff, u32::from(hws), "{name}: minor version");
             // driver_handle.cpp getSupportedExtensions (1.32.1): memmap_sysmem only with userptr, the
             // legacy per-version graph names, no driver_npu.
             let names = extension_names(npu);

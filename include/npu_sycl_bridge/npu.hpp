@@ -116,7 +116,7 @@ enum class StrategyKind : std::uint8_t {
   /// Page-aligned process memory: the NPU imports it, SYCL uses it in place where the GPU has
   /// shared-system USM and copies otherwise.
   shared_system = 3,
-  /// The NPU plugin's memory, exported by the NPU driver and imported by SYCL.
+  /// NPU memory the crate allocates exportable, imported by the plugin and by SYCL as dma-bufs.
   npu_export = 4,
   /// The NPU plugin's memory, reached by SYCL copies (not zero-copy).
   npu_to_sycl = 5,

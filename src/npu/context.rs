@@ -112,7 +112,8 @@ impl NpuContext {
         }
         let (driver, device) = find_npu_driver()?;
         // SAFETY: `handle` is the NPU plugin's ze_context_handle_t (L0_CONTEXT), created on the
-        // plugin's NPU driver; the plugin destroys it only when its Core is destroyed, and `owner`
+        // plugin's NPU driver, shared by every live Core; the plugin destroys it only when the last
+        // holder (Core, remote context, tensor) goes, and `owner`
         // (a clone of the remote context) keeps that Core alive for as long as this wrapper.
         let l0 = unsafe { level_zero::Context::from_raw_borrowed_with_owner(handle.cast(), driver, remote.clone()) };
         l0.status().map_err(|e| {

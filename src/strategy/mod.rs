@@ -15,7 +15,7 @@
 //! | `DmaBuf` | [`StrategyKind::DmaBuf`] | `alloc_exportable_device_mem` → dma-buf fd | SHARED_BUF import | what Intel recommends on Linux; needs DMA_BUF import in the NPU driver (cross-driver i915/xe → ivpu import unverified) | yes |
 //! | `CpuVa` | [`StrategyKind::CpuVa`] | `aligned_alloc_host` / `aligned_alloc_shared` (4096) | CPU_VA (sysmem import) | needs STANDARD_ALLOCATION import; GPU-driver USM as NPU sysmem is **unverified** on i915/xe + ivpu | yes |
 //! | `SharedSystem` | [`StrategyKind::SharedSystem`] | ordinary page-aligned process memory: used in place where the device has `usm_system_allocations`, reached by SYCL `memcpy` elsewhere | CPU_VA (sysmem import) | needs STANDARD_ALLOCATION import (NPU 40xx+ with the userptr ioctl); unverified on hardware | NPU side always; SYCL side only with shared-system USM |
-//! | `NpuExport` | [`StrategyKind::NpuExport`] | the plugin's L0 host tensor, exported by the NPU driver as a dma-buf and imported by SYCL (`import_external_memory`) | the plugin's own memory, used in place | needs the GPU driver to import the NPU's dma-buf (ivpu → i915/xe unverified on hardware) | yes |
+//! | `NpuExport` | [`StrategyKind::NpuExport`] | NPU host memory allocated exportable in the crate's own NPU context ([`NpuContext::export_context`](crate::npu::NpuContext::export_context)), exported as a dma-buf and imported by SYCL (`import_external_memory`) | SHARED_BUF import of the same buffer | needs the GPU driver to import the NPU's dma-buf (ivpu → i915/xe unverified on hardware). The plugin's own tensors cannot take this route: it allocates them without an export descriptor, and the NPU driver exports nothing else | yes |
 //! | `NpuToSycl` | [`StrategyKind::NpuToSycl`] | SYCL `memcpy` to/from the plugin's memory | L0 host tensor (plugin `zeMemAllocHost`) | everywhere the NPU works | **no**: a CPU copy on the SYCL side |
 //! | [`Auto`] | the first that works | | | probes the machine: card path → dma-buf → CPU_VA → shared system memory → NPU→SYCL zero-copy → NPU→SYCL copy | |
 //!
@@ -113,7 +113,7 @@ pub enum StrategyKind {
     /// Page-aligned process memory imported by the NPU as CPU_VA, used in place by SYCL where the
     /// device reaches system memory, copied by SYCL elsewhere.
     SharedSystem,
-    /// The NPU plugin's own memory, exported by the NPU driver as a dma-buf and imported by SYCL:
+    /// NPU memory the crate allocates exportable, imported by the plugin and by SYCL as dma-bufs:
     /// SYCL reads and writes NPU-owned memory in place.
     NpuExport,
     /// The NPU plugin's own memory, copied to and from SYCL (not zero-copy).
@@ -360,16 +360,15 @@ impl Strategy {
                 // tensors cannot be exported: it allocates them without an export descriptor.
                 let unsupported = |what: &str, e: Error| {
                     Error::unsupported(Path::NpuToSyclZeroCopy, what.to_string())
-                        .explain(
-                            "use the dma-buf strategy (SYCL memory imported by the NPU) or the NPU→SYCL copy",
-                        )
+                        .explain("use the dma-buf strategy (SYCL memory imported by the NPU) or the NPU→SYCL copy")
                         .with_source(e)
                 };
                 let own = self.npu.export_context()?;
                 let mem = own
                     .alloc_host_exportable(self.npu.device(), len, PAGE_SIZE)
                     .map_err(|e| unsupported("the NPU driver could not allocate exportable memory", e))?;
-                let fd = mem.export_dma_buf().map_err(|e| unsupported("the NPU driver did not export its memory", e))?;
+                let fd =
+                    mem.export_dma_buf().map_err(|e| unsupported("the NPU driver did not export its memory", e))?;
                 let tensor = self.npu.import(crate::memory::NpuExportable(mem), element_type, shape, tensor_type)?;
                 let imported = sycl::ImportedMemory::import_dma_buf(context, &self.device, fd, len).map_err(|e| {
                     Error::unsupported(Path::NpuToSyclZeroCopy, "SYCL could not import the NPU's dma-buf")

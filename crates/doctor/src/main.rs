@@ -485,14 +485,14 @@ impl Bench<'_> {
         match delta {
             Some([gpu_copied, npu_copied, inferences, args_dma_buf, args_sysmem]) => {
                 let imported = args_dma_buf + args_sysmem;
-                // NpuExport: the graph runs on the plugin's own memory (nothing imported by the NPU).
-                let in_place = if kind == StrategyKind::NpuExport { imported == 0 } else { imported == bound };
+                let in_place = imported == bound;
                 let zero_copy =
                     strategy.is_zero_copy() && gpu_copied == 0 && npu_copied == 0 && inferences == 1 && in_place;
                 let how = if kind == StrategyKind::NpuExport {
-                    "the graph ran on the plugin's own memory, which SYCL reaches through its import of the NPU's \
-                     dma-buf"
-                        .to_string()
+                    format!(
+                        "{imported} of {bound} graph arguments were the NPU memory the crate allocated exportable, \
+                         which SYCL reaches through its import of the same dma-buf"
+                    )
                 } else if strategy.is_zero_copy() {
                     format!("{imported} of {bound} graph arguments were SYCL's own pages")
                 } else if kind == StrategyKind::SharedSystem {
@@ -526,7 +526,7 @@ impl Bench<'_> {
                     StrategyKind::DmaBuf => "the NPU driver imported SYCL's dma-bufs".to_string(),
                     StrategyKind::NpuToSycl => "SYCL reaches the plugin's memory by memcpy".to_string(),
                     StrategyKind::NpuExport => {
-                        "SYCL imported the NPU driver's dma-buf of the plugin's memory".to_string()
+                        "the plugin and SYCL imported dma-bufs of NPU memory the crate allocated exportable".to_string()
                     }
                     _ => format!("MEM_HANDLE {} the SYCL pointers", if all_same { "==" } else { "!=" }),
                 };
@@ -605,7 +605,7 @@ fn gather(force_virtual: bool) -> Result<Report> {
         (StrategyKind::CpuVa, "host USM", UsmKind::Host),
         (StrategyKind::CpuVa, "shared USM", UsmKind::Shared),
         (StrategyKind::SharedSystem, "page-aligned process memory", UsmKind::Host),
-        (StrategyKind::NpuExport, "L0 host tensor exported to SYCL", UsmKind::Device),
+        (StrategyKind::NpuExport, "exportable NPU memory", UsmKind::Device),
         (StrategyKind::NpuToSycl, "L0 host tensor + memcpy", UsmKind::Host),
     ];
     let setup = || -> Result<Setup, Error> {

@@ -146,8 +146,9 @@ fn doctor_reports_the_strategies_the_strategy_tests_prove() {
     let imports = user_memory_import();
     let want = if imports { ("works", "no") } else { ("unsupported", "-") };
     assert_eq!((shared.2.as_str(), shared.3.as_str()), want, "{shared:?}");
-    // The NPU's own memory exported to SYCL: every NPU driver exports its buffer objects.
-    let export = find("NPU→SYCL zero-copy", "L0 host tensor exported");
+    // NPU memory allocated exportable (the driver exports nothing else), imported by the plugin and
+    // by SYCL.
+    let export = find("NPU→SYCL zero-copy", "exportable NPU memory");
     assert_eq!((export.2.as_str(), export.3.as_str()), ("works", "yes"), "{export:?}");
     let copy = find("NPU→SYCL copy", "L0 host tensor");
     assert_eq!((copy.2.as_str(), copy.3.as_str()), ("works", "no"), "{copy:?}");

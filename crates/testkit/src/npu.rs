@@ -30,7 +30,8 @@ pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
-/// One Core per test process (the NPU plugin has one L0 context per Core).
+/// One Core per test process, so that every test sees one plugin instance (the NPU plugin has one
+/// L0 context per process, shared by all Cores).
 pub fn core() -> &'static Core {
     static CORE: OnceLock<Core> = OnceLock::new();
     CORE.get_or_init(|| {

@@ -140,21 +140,23 @@ enum Backing {
         ptr: *mut u8,
         layout: Layout,
     },
-    /// `inode` identifies the memfd, so `Drop` can tell whether `fd` is still ours.
+    /// `inode` identifies the memfd, so `Drop` can tell whether `fd` is still ours. `fd` is `None`
+    /// for plain GPU memory until its first export opens it (as compute-runtime makes its export
+    /// fd on the first query, `DrmAllocation::peekInternalHandle`), so that memory nobody exports
+    /// holds no fd, as a GEM object holds none.
     Memfd {
-        fd: c_int,
+        fd: Option<c_int>,
         inode: (u64, u64),
         map: *mut c_void,
         len: usize,
     },
-    /// Our mapping of an imported dma-buf; `inode` is the buffer's identity. `file` (NPU imports):
-    /// our own duplicate of the caller's fd, as the kernel's GEM object keeps the dma-buf file, so
-    /// the import can be exported again whatever the caller does with its fd.
+    /// Our mapping of an imported dma-buf; `inode` is the buffer's identity. The mapping holds the
+    /// buffer as the kernel's GEM object holds the dma-buf file (no fd), and an export opens the
+    /// buffer again through it ([`reopen_mapping`]).
     Mapped {
         map: *mut c_void,
         len: usize,
         inode: (u64, u64),
-        file: Option<c_int>,
     },
     Borrowed,
 }
@@ -170,6 +172,7 @@ impl Drop for Backing {
             Backing::Memfd { fd, inode, map, len } => {
                 // SAFETY: our own mapping.
                 unsafe { libc::munmap(map, len) };
+                let Some(fd) = fd else { return };
                 // The GPU hands this very fd out as its export: a caller that closed it (or whose
                 // number now names another file) misused it. The real driver would close whatever
                 // the number names; here that is counted and the stranger's fd left alone.
@@ -181,12 +184,9 @@ impl Drop for Backing {
                     eprintln!("[virtual GPU] zeMemFree: the exported dma-buf fd {fd} was closed by someone else (it is the driver's; dup it to keep one)");
                 }
             }
-            // SAFETY: our own mapping of the caller's fd (not ours to close) and our own duplicate.
-            Backing::Mapped { map, len, file, .. } => unsafe {
+            // SAFETY: our own mapping of the caller's fd; the fd is not ours to close.
+            Backing::Mapped { map, len, .. } => unsafe {
                 libc::munmap(map, len);
-                if let Some(f) = file {
-                    libc::close(f);
-                }
             },
             Backing::Borrowed => {}
         }
@@ -592,27 +592,16 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
             return Err(fail(ZE_RESULT_ERROR_INVALID_SIZE));
         }
         let m = map_shared(fd, len, req.align.max(PAGE)).map_err(fail)?;
-        let file = match req.driver {
-            DriverKind::Npu => {
-                // SAFETY: `fd` is open (fstat above); the duplicate is ours.
-                let f = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-                if f < 0 {
-                    // SAFETY: our own fresh mapping.
-                    unsafe { libc::munmap(m, len) };
-                    return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
-                }
-                import_alias = Some(inode);
-                Some(f)
-            }
-            DriverKind::Gpu => None,
-        };
+        if req.driver == DriverKind::Npu {
+            import_alias = Some(inode);
+        }
         crate::counters::add(&format!("{prefix}.imports.dma_buf"), 1);
         if req.driver == DriverKind::Gpu && crate::profile::current().gpu_import_closes_fd() {
             // compute-runtime ≥ 26.14.37833 closes the imported fd once the import succeeded.
             // SAFETY: the caller handed this fd to the import.
             unsafe { libc::close(fd) };
         }
-        (m as usize, len, Backing::Mapped { map: m, len, inode, file }, Origin::ImportedFd)
+        (m as usize, len, Backing::Mapped { map: m, len, inode }, Origin::ImportedFd)
     } else if req.driver == DriverKind::Npu || req.kind != MemKind::Shared {
         // A GEM object: the NPU's are shmem; the GPU's host and device memory can be exported
         // whether or not it was allocated exportable (see the module docs).
@@ -639,7 +628,13 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         let inode = fd_inode(fd).unwrap_or_default();
         exported().insert(inode);
         let origin = if ext.export { Origin::Exportable } else { Origin::Plain };
-
+        let fd = if req.driver == DriverKind::Gpu && !ext.export {
+            // SAFETY: our own fd; the mapping keeps the memory.
+            unsafe { libc::close(fd) };
+            None
+        } else {
+            Some(fd)
+        };
         (m as usize, req.size, Backing::Memfd { fd, inode, map: m, len }, origin)
     } else {
         let align = req.align.max(if req.size >= PAGE { PAGE } else { 64 });
@@ -761,33 +756,58 @@ pub fn free_context(driver: DriverKind, ctx: usize) -> usize {
 /// closed by `zeMemFree`. NPU: a new fd the caller owns. `None` when `ptr` is no allocation of
 /// `driver`.
 pub fn export_fd(driver: DriverKind, ptr: *const c_void) -> Option<ZeResult<c_int>> {
-    let reg = lock(driver);
-    let rec = find(&reg, ptr as usize, None)?;
-    let source = match (driver, &rec.backing, rec.info.origin) {
-        (DriverKind::Gpu, _, _) if rec.info.kind == MemKind::Shared => None,
-        (DriverKind::Gpu, Backing::Memfd { fd, .. }, _) => Some(*fd),
-        (DriverKind::Npu, Backing::Memfd { fd, .. }, Origin::Exportable) => Some(*fd),
-        (DriverKind::Npu, Backing::Mapped { file: Some(f), .. }, Origin::ImportedFd) => Some(*f),
-        _ => None,
+    let mut reg = lock(driver);
+    let key = find(&reg, ptr as usize, None).map(|r| (r.info.base, r.info.id))?;
+    let rec = reg.get_mut(&key).expect("found just now");
+    let out = match (driver, &mut rec.backing, rec.info.origin) {
+        (DriverKind::Gpu, _, _) if rec.info.kind == MemKind::Shared => Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE),
+        (DriverKind::Gpu, Backing::Memfd { fd: Some(fd), .. }, _) => Ok(*fd),
+        (DriverKind::Gpu, Backing::Memfd { fd: cached @ None, map, len, .. }, _) => {
+            let fd = reopen_mapping(*map, *len);
+            if fd < 0 {
+                return Some(Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY));
+            }
+            *cached = Some(fd);
+            Ok(fd)
+        }
+        (DriverKind::Npu, Backing::Memfd { fd: Some(fd), .. }, Origin::Exportable) => {
+            // SAFETY: our own open fd; the duplicate is handed to the caller.
+            match unsafe { libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 0) } {
+                f if f < 0 => Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY),
+                f => Ok(f),
+            }
+        }
+        (DriverKind::Npu, Backing::Mapped { map, len, .. }, Origin::ImportedFd) => match reopen_mapping(*map, *len) {
+            f if f < 0 => Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY),
+            f => Ok(f),
+        },
+        // GPU: (inferred) an import whose fd the driver closed; NPU: "Buffer should be created as
+        // exportable".
+        (DriverKind::Gpu, ..) => Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE),
+        (DriverKind::Npu, ..) => Err(ZE_RESULT_ERROR_NOT_AVAILABLE),
     };
-    let Some(source) = source else {
-        // GPU: shared USM, and (inferred) an import whose fd the driver closed; NPU: "Buffer should
-        // be created as exportable".
-        return Some(Err(match driver {
-            DriverKind::Gpu => ZE_RESULT_ERROR_UNSUPPORTED_FEATURE,
-            DriverKind::Npu => ZE_RESULT_ERROR_NOT_AVAILABLE,
-        }));
-    };
-    let out = match driver {
-        DriverKind::Gpu => source,
-        // SAFETY: our own open fd; the duplicate is handed to the caller.
-        DriverKind::Npu => unsafe { libc::fcntl(source, libc::F_DUPFD_CLOEXEC, 0) },
-    };
-    if out < 0 {
-        return Some(Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY));
+    if out.is_ok() {
+        crate::counters::add(&format!("{}.exports.dma_buf", driver.prefix()), 1);
     }
-    crate::counters::add(&format!("{}.exports.dma_buf", driver.prefix()), 1);
-    Some(Ok(out))
+    Some(out)
+}
+
+/// A new fd for the buffer behind our mapping `[map, map + len)`, through
+/// `/proc/self/map_files` (the mapping holds the buffer, as the kernel's GEM object of an import
+/// holds the dma-buf file; PRIME_HANDLE_TO_FD then gives the same buffer). Needs CAP_SYS_ADMIN
+/// (root); elsewhere -1 and a line on stderr.
+fn reopen_mapping(map: *mut c_void, len: usize) -> c_int {
+    let start = map as usize;
+    let path = format!("/proc/self/map_files/{start:x}-{:x}\0", start + len);
+    // SAFETY: a NUL-terminated path; the fd is handed to the caller.
+    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if fd < 0 {
+        eprintln!(
+            "virtual-l0: re-exporting an NPU import needs /proc/self/map_files (root): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    fd
 }
 
 #[cfg(test)]
@@ -866,7 +886,9 @@ mod tests {
             let fd = export_fd(DriverKind::Npu, exportable).unwrap().unwrap();
             *(exportable as *mut u8) = 7;
             let d = import_fd_chain(fd);
-            let imported = allocate(Request { context: 9, ..req(DriverKind::Npu, PAGE, 0) }, &[&d as *const _ as *const c_void]).unwrap();
+            let imported =
+                allocate(Request { context: 9, ..req(DriverKind::Npu, PAGE, 0) }, &[&d as *const _ as *const c_void])
+                    .unwrap();
             libc::close(fd);
             let again = export_fd(DriverKind::Npu, imported).unwrap().unwrap();
             let m = libc::mmap(std::ptr::null_mut(), PAGE, libc::PROT_READ, libc::MAP_SHARED, again, 0);

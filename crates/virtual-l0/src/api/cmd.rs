@@ -1319,7 +1319,11 @@ mod tests {
             let mut f = null_mut();
             // SAFETY: valid driver handle, NUL-terminated name and out-parameter.
             let r = unsafe {
-                crate::api::driver::zeDriverGetExtensionFunctionAddress(driver(DriverKind::Gpu).handle(), name.as_ptr(), &mut f)
+                crate::api::driver::zeDriverGetExtensionFunctionAddress(
+                    driver(DriverKind::Gpu).handle(),
+                    name.as_ptr(),
+                    &mut f,
+                )
             };
             assert_eq!((r, f), (ZE_RESULT_ERROR_INVALID_ARGUMENT, null_mut()));
             let (r, q) = queue(c, d, 0, 0);
