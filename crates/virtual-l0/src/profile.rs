@@ -84,9 +84,12 @@ pub struct Profile {
     /// compute-runtime build number (the low 16 bits of `driverVersion`).
     pub gpu_driver_build: u32,
     /// Whether compute-runtime exposes the render engine (RCS) as a queue group of its own.
-    /// Xe-LPG (Meteor/Arrow Lake) does: `ftrRcsNode` stays set (`sku_info_base.h`) because its caps
-    /// (`release_helpers/caps/caps_xe_lpg.h`) leave `rcsExposureDisabled` false; Xe2 and Xe3 set it
-    /// (`caps_xe2_hpg.h`, `caps_xe3.h`), so `RootDeviceEnvironment::setRcsExposure` clears `ftrRcsNode`.
+    /// Xe-LPG (Meteor/Arrow Lake) does: `ftrRcsNode` stays set (`sku_info_base.h`) because its
+    /// release helper (26.14: `release_helper_base.inl` `isRcsExposureDisabled`, used by
+    /// release_helper_1271/1274) answers false; Xe2 and Xe3 answer true
+    /// (`release_helper_common_xe2.inl`, `release_helper_common_xe3_and_later.inl`), so
+    /// `RootDeviceEnvironment::setRcsExposure` clears `ftrRcsNode`. (The `release_helpers/caps/`
+    /// headers that say the same exist only on master from 2026-08-18.)
     pub gpu_render_group: bool,
     /// `maxMemoryFillPatternSize` of the copy-only (blitter) group and the largest pattern a fill on
     /// it takes (compute-runtime `L0GfxCoreHelperHw::getMaxFillPatternSizeForCopyEngine`: 16 bytes in
