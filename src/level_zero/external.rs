@@ -91,18 +91,7 @@ impl Context {
         size: usize,
         align: usize,
     ) -> Result<L0Allocation> {
-        let ext = device.external_memory_properties()?;
-        if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
-            return Err(Error::unsupported(
-                Path::DmaBuf,
-                format!("{device:?} cannot export dma-buf memory (export types {:?})", ext.export),
-            ));
-        }
-        let export = sys::ze_external_memory_export_desc_t {
-            stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC,
-            pNext: std::ptr::null(),
-            flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
-        };
+        let export = dma_buf_export_desc(device)?;
         let desc = sys::ze_device_mem_alloc_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
             pNext: std::ptr::addr_of!(export).cast(),
@@ -123,18 +112,7 @@ impl Context {
     /// [`Unsupported`](crate::ErrorKind::Unsupported) when `device` does not list DMA_BUF in its
     /// export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
     pub fn alloc_host_exportable(self: &Arc<Self>, device: Device, size: usize, align: usize) -> Result<L0Allocation> {
-        let ext = device.external_memory_properties()?;
-        if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
-            return Err(Error::unsupported(
-                Path::DmaBuf,
-                format!("{device:?} cannot export dma-buf memory (export types {:?})", ext.export),
-            ));
-        }
-        let export = sys::ze_external_memory_export_desc_t {
-            stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC,
-            pNext: std::ptr::null(),
-            flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
-        };
+        let export = dma_buf_export_desc(device)?;
         let desc = sys::ze_host_mem_alloc_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
             pNext: std::ptr::addr_of!(export).cast(),
@@ -231,6 +209,22 @@ impl Context {
         }
         result
     }
+}
+
+/// `ze_external_memory_export_desc_t{DMA_BUF}`, once `device` says it exports dma-bufs.
+fn dma_buf_export_desc(device: Device) -> Result<sys::ze_external_memory_export_desc_t> {
+    let ext = device.external_memory_properties()?;
+    if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
+        return Err(Error::unsupported(
+            Path::DmaBuf,
+            format!("{device:?} cannot export dma-buf memory (export types {:?})", ext.export),
+        ));
+    }
+    Ok(sys::ze_external_memory_export_desc_t {
+        stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC,
+        pNext: std::ptr::null(),
+        flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+    })
 }
 
 /// `fcntl(F_DUPFD_CLOEXEC)`: a new fd for the same open file, owned by the caller. Use it to give
