@@ -1309,23 +1309,31 @@ mod tests {
     /// `CommandList::getImmediatePriority`, both in its extension-function table). A value that is
     /// no priority is not refused: compute-runtime checks it nowhere and treats it as NORMAL (the
     /// spec's `INVALID_ENUMERATION` is the validation layer's, off by default; see `check_queue`).
+    /// The GPU's `zeDriverGetExtensionFunctionAddress` answer for `name`.
+    fn gpu_extension_function(name: &str) -> (ze_result_t, *mut c_void) {
+        let name = std::ffi::CString::new(name).unwrap();
+        let mut f = null_mut();
+        // SAFETY: valid driver handle, NUL-terminated name and out-parameter.
+        let r = unsafe {
+            crate::api::driver::zeDriverGetExtensionFunctionAddress(
+                driver(DriverKind::Gpu).handle(),
+                name.as_ptr(),
+                &mut f,
+            )
+        };
+        (r, f)
+    }
+
     #[test]
     fn queues_and_immediate_lists_of_every_priority() {
         let (c, d) = context(DriverKind::Gpu);
         if crate::profile::current().gpu_driver_build < crate::profile::GPU_QUEUE_GETTERS_FROM_BUILD {
             // Before 26.18.38308: neither getter in the DDI table (the loader: UNINITIALIZED) nor
             // in the extension-function table (INVALID_ARGUMENT, NULL).
-            let name = c"zeCommandQueueGetPriority";
-            let mut f = null_mut();
-            // SAFETY: valid driver handle, NUL-terminated name and out-parameter.
-            let r = unsafe {
-                crate::api::driver::zeDriverGetExtensionFunctionAddress(
-                    driver(DriverKind::Gpu).handle(),
-                    name.as_ptr(),
-                    &mut f,
-                )
-            };
-            assert_eq!((r, f), (ZE_RESULT_ERROR_INVALID_ARGUMENT, null_mut()));
+            assert_eq!(
+                gpu_extension_function("zeCommandQueueGetPriority"),
+                (ZE_RESULT_ERROR_INVALID_ARGUMENT, null_mut())
+            );
             let (r, q) = queue(c, d, 0, 0);
             assert_eq!(r, ZE_RESULT_SUCCESS);
             let mut p = 0;
@@ -1337,16 +1345,7 @@ mod tests {
             return;
         }
         let resolve = |name: &str| {
-            let name = std::ffi::CString::new(name).unwrap();
-            let mut f = null_mut();
-            // SAFETY: valid driver handle, NUL-terminated name and out-parameter.
-            let r = unsafe {
-                crate::api::driver::zeDriverGetExtensionFunctionAddress(
-                    driver(DriverKind::Gpu).handle(),
-                    name.as_ptr(),
-                    &mut f,
-                )
-            };
+            let (r, f) = gpu_extension_function(name);
             assert_eq!(r, ZE_RESULT_SUCCESS);
             assert!(!f.is_null());
             f
