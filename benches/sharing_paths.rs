@@ -20,7 +20,8 @@
 //! page-aligned plain tensor is then copied like the unaligned one.
 
 use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver};
-use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
+use npu_sycl_bridge::memory::PageAlignedBuffer;
+use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, KeepAlive, Properties, Tensor, TensorType};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -194,6 +194,7 @@ const char* to_string(ErrorKind kind) noexcept {
     case ErrorKind::io: return "io";
     case ErrorKind::exhausted: return "exhausted";
     case ErrorKind::internal: return "internal";
+    case ErrorKind::busy: return "busy";
   }
   return "unknown";
 }

@@ -409,8 +409,8 @@ fn describe_tensor(what: &str, t: &SharedTensor) -> Result<()> {
     got(format!(
         "{what}: {} remote tensor {} {}, MEM_TYPE {}, MEM_HANDLE {:p}, SYCL pointer {:p}",
         t.kind(),
-        t.element_type()?,
-        t.shape()?,
+        t.element_type(),
+        t.shape(),
         p.mem_type.map(|m| m.as_str()).unwrap_or("?"),
         p.mem_handle,
         t.sycl_ptr()

@@ -77,6 +77,10 @@ pub enum ErrorKind {
     /// A bounded resource has nothing free (an [`NpuPool`](crate::pool::NpuPool) whose buffers
     /// are all in use and that may not grow).
     Exhausted,
+    /// A tensor is in use and the operation must wait: a running inference uses it (a data view or
+    /// a SYCL copy of it was asked for), or a data view or SYCL access holds it (an inference or a
+    /// conflicting view was asked for). Retry once the other user finished.
+    Busy,
 }
 
 /// A way of sharing memory (or of reaching it) that can be [`Unsupported`](ErrorKind::Unsupported).
@@ -270,6 +274,11 @@ impl Error {
     /// An invalid argument or call.
     pub fn invalid_argument(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument, message)
+    }
+
+    /// A [`Busy`](ErrorKind::Busy) error: a tensor another user holds.
+    pub(crate) fn busy(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Busy, message)
     }
 
     /// An I/O error while doing `context` (for example "reading model.xml").

@@ -50,7 +50,7 @@
 //! |--------|------|-------|
 //! | [`openvino`] | Core, Model, CompiledModel, InferRequest, Tensor, remote contexts and tensors over OpenVINO's C API (`openvino-sys`, loaded at run time) | OpenVINO 2026.4 |
 //! | [`level_zero`] | drivers, devices, contexts (owned or borrowed), allocations, dma-buf export/import | a Level Zero loader |
-//! | [`npu`] | [`NpuContext`](npu::NpuContext) (the plugin's context and its driver's capabilities) and the NPU memory paths: CPU_VA, dma-buf, L0 host tensors, [`PageAlignedBuffer`](npu::PageAlignedBuffer) | the NPU plugin |
+//! | [`npu`] | [`NpuContext`](npu::NpuContext) (the plugin's context and its driver's capabilities) and the NPU memory paths: CPU_VA, dma-buf, L0 host tensors, [`PageAlignedBuffer`](memory::PageAlignedBuffer) | the NPU plugin |
 //! | [`sycl`] | SYCL platforms, devices, contexts (also from a native `ze_context_handle_t`, `keep` or `transfer`), queues, USM, dma-buf export/import | feature `sycl` |
 //! | [`memory`] | [`NpuMemory`](memory::NpuMemory): every kind of memory a program owns that the NPU can use, for the one import call [`NpuContext::import`](npu::NpuContext::import) | — |
 //! | [`pool`] | [`NpuPool`](pool::NpuPool): the program's buffers imported once and handed out again | — |
@@ -76,7 +76,7 @@
 //! | [`Auto`] | tries them in this order and keeps the first that works | | chooses **dma-buf** on the virtual platform; expected (unverified) to do the same on Linux Core Ultra machines with stock DPC++ | | it runs each strategy's probe: a 4 KiB tensor written by SYCL, read through the NPU's mapping, and back | |
 //!
 //! Without SYCL, [`npu`] offers the same NPU memory paths to any host code: a CPU_VA tensor over a
-//! [`PageAlignedBuffer`](npu::PageAlignedBuffer) (moved into the tensor), a dma-buf tensor from any
+//! [`PageAlignedBuffer`](memory::PageAlignedBuffer) (moved into the tensor), a dma-buf tensor from any
 //! exporter ([`NpuContext::import`](npu::NpuContext::import) of an `OwnedFd`), and L0 host tensors
 //! (plugin memory: the "already resident" floor).
 //!
@@ -92,7 +92,7 @@
 //!
 //! # Lifetime rules
 //! 1. **Memory outlives the tensors over it.** A remote tensor holds the owner of its memory in
-//!    its keep-alive list: a [`PageAlignedBuffer`](npu::PageAlignedBuffer) is *moved* into
+//!    its keep-alive list: a [`PageAlignedBuffer`](memory::PageAlignedBuffer) is *moved* into
 //!    [`import`](npu::NpuContext::import), and a strategy puts its SYCL allocation
 //!    (and dma-buf fd) there. The memory is freed only after OpenVINO freed the tensor. Raw memory
 //!    goes through the `unsafe` [`RawMemory`](memory::RawMemory),
@@ -119,7 +119,7 @@
 //! 4. **A dma-buf fd is handed over by value.**
 //!    [`import`](npu::NpuContext::import) takes an `OwnedFd` and closes it exactly
 //!    once, after the plugin let go (the plugin never closes it). Use
-//!    [`dup_fd`](npu::dup_fd) to keep your own fd. Proved by
+//!    [`dup_fd`](level_zero::dup_fd) to keep your own fd. Proved by
 //!    `tests/compile_fail/npu_dma_buf_fd_used_after_handover.rs` and
 //!    `tests/npu_memory_paths.rs::bad_fds_are_typed_errors_without_leaks`.
 //! 5. **No two running inferences share a tensor one of them writes**, and no inference starts
@@ -176,7 +176,7 @@
 //! ("Importing standard allocation is not supported if memory is not aligned to standard page
 //! size"), not a silent copy. The crate checks both before OpenVINO is called
 //! ([`ErrorKind::Alignment`] `{ what: Aligned::CpuVaPointer | "CPU_VA byte size", .. }`).
-//! [`PageAlignedBuffer`](npu::PageAlignedBuffer) gives such memory. The NPU then uses your address
+//! [`PageAlignedBuffer`](memory::PageAlignedBuffer) gives such memory. The NPU then uses your address
 //! itself: the tensor's `MEM_HANDLE` equals your pointer. Proved by
 //! `tests/virtual_npu.rs::page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused`,
 //! `tests/npu_memory_paths.rs::cpu_va_tensors_match_the_cpu_plugin_zero_copy` and

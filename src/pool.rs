@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # fn f(npu: &npu_sycl_bridge::npu::NpuContext) -> npu_sycl_bridge::Result<()> {
-//! use npu_sycl_bridge::npu::PageAlignedBuffer;
+//! use npu_sycl_bridge::memory::PageAlignedBuffer;
 //! use npu_sycl_bridge::openvino::ElementType;
 //! use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
 //!
@@ -17,7 +17,7 @@
 //! ```
 //!
 //! # How tensors come back
-//! A pool tensor is an ordinary [`RemoteTensor`]; the pool keeps one clone of it. It is free again
+//! A pool tensor is an ordinary [`NpuTensor`]; the pool keeps one clone of it. It is free again
 //! once nothing else holds a clone: the caller dropped it **and** no [`InferRequest`] holds it
 //! (a request holds what is bound to it, and a replaced tensor until its next inference finished).
 //! So a tensor still bound, or still read by an inference, is never handed out twice.
@@ -37,8 +37,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::NpuMemory;
-use crate::npu::{round_up_to_page, tensor_bytes, NpuContext};
-use crate::openvino::{ElementType, RemoteTensor, Shape, TensorType};
+use crate::memory::{round_up_to_page, tensor_bytes};
+use crate::npu::{NpuContext, NpuTensor};
+use crate::openvino::{ElementType, Shape, TensorType};
 
 /// Bounds of a pool that allocates ([`NpuPool::with_allocator`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,25 +109,17 @@ struct Buffer<M> {
     len: usize,
     /// Whether the pool allocated it (a trim may free it) or the program gave it.
     allocated: bool,
-    tensor: Option<Imported>,
+    tensor: Option<NpuTensor>,
 }
 
-struct Imported {
-    element_type: ElementType,
-    shape: Shape,
-    tensor: RemoteTensor,
-}
-
-impl Imported {
-    /// Nothing but the pool holds the tensor: no caller, no request, no inference.
-    fn is_free(&self) -> bool {
-        self.tensor.handle_count() == 1
-    }
+/// Nothing but the pool holds the tensor: no caller, no request, no inference.
+fn is_free(tensor: &NpuTensor) -> bool {
+    tensor.handle_count() == 1
 }
 
 impl<M> Buffer<M> {
     fn is_free(&self) -> bool {
-        self.tensor.as_ref().map_or(true, Imported::is_free)
+        self.tensor.as_ref().map_or(true, is_free)
     }
 }
 
@@ -179,17 +172,17 @@ impl<M: NpuMemory> NpuPool<M> {
     /// # Errors
     /// [`Exhausted`](ErrorKind::Exhausted) when every buffer large enough is in use and the
     /// pool may not grow; the import errors of [`NpuContext::import`].
-    pub fn tensor(&self, element_type: ElementType, shape: impl Into<Shape>) -> Result<RemoteTensor> {
+    pub fn tensor(&self, element_type: ElementType, shape: impl Into<Shape>) -> Result<NpuTensor> {
         let shape = shape.into();
         let needed = tensor_bytes(element_type, &shape)?;
         let mut state = self.lock();
         let st = &mut *state;
         let same = |b: &Buffer<M>| {
-            b.tensor.as_ref().is_some_and(|t| t.is_free() && t.element_type == element_type && t.shape == shape)
+            b.tensor.as_ref().is_some_and(|t| is_free(t) && t.element_type() == element_type && t.shape() == &shape)
         };
         if let Some(b) = st.buffers.iter().find(|b| same(b)) {
             st.stats.hits += 1;
-            return Ok(b.tensor.as_ref().expect("found with a tensor").tensor.clone());
+            return Ok(b.tensor.clone().expect("found with a tensor"));
         }
         // An unused buffer first, then the smallest free one: re-importing drops another shape's import.
         let fits = |b: &Buffer<M>| b.len >= needed && b.is_free();
@@ -202,11 +195,10 @@ impl<M: NpuMemory> NpuPool<M> {
         };
         let buffer = &mut st.buffers[index];
         buffer.tensor = None; // releases another shape's import before the new one
-        let tensor =
-            self.npu.import_shared(Arc::clone(&buffer.memory), element_type, shape.clone(), TensorType::Binded)?;
+        let tensor = self.npu.import_shared(Arc::clone(&buffer.memory), element_type, shape, TensorType::Binded)?;
         st.stats.imports += 1;
         st.stats.misses += 1;
-        buffer.tensor = Some(Imported { element_type, shape, tensor: tensor.clone() });
+        buffer.tensor = Some(tensor.clone());
         Ok(tensor)
     }
 

@@ -105,14 +105,14 @@ fn pool_scenario(e: &Env) -> Result<(), Error> {
     let mut input = pool.tensor(din.element_type, din.shape.clone())?;
     let output = pool.tensor(dout.element_type, dout.shape.clone())?;
     let x = m.sample_input(0);
-    let va = input.params()?.mem_handle.cast::<u8>();
+    let va = input.remote().params()?.mem_handle.cast::<u8>();
     // SAFETY: the NPU's mapping of the pool buffer (at least the input's bytes); no inference uses it.
     unsafe { std::ptr::copy_nonoverlapping(x.as_ptr(), va, x.len()) };
     let mut r = e.base.npu_model.create_infer_request()?;
     r.set_input_tensor(0, &input)?;
     r.set_output_tensor(0, &output)?;
     r.infer()?;
-    let va = output.params()?.mem_handle.cast::<u8>();
+    let va = output.remote().params()?.mem_handle.cast::<u8>();
     // SAFETY: as above; the inference finished.
     let got = unsafe { std::slice::from_raw_parts(va, dout.byte_size()) }.to_vec();
     let want = e.base.cpu(&[x]).remove(0);

@@ -202,9 +202,9 @@ fn one_import(kind: &FdKind, et: ElementType, dims: &[usize], tt: TensorType) ->
         }
         (Ok(t), Ok(_)) => {
             prop_assert!(matches!(kind, FdKind::DmaBuf { .. }), "a {:?} was imported", kind);
-            prop_assert_eq!(t.element_type().unwrap(), et);
-            prop_assert_eq!(t.shape().unwrap(), Shape::new(dims));
-            prop_assert_eq!(t.params().unwrap().mem_type, Some(MemType::SharedBuf));
+            prop_assert_eq!(t.element_type(), et);
+            prop_assert_eq!(t.shape(), &Shape::new(dims));
+            prop_assert_eq!(t.remote().params().unwrap().mem_type, Some(MemType::SharedBuf));
             "imported".to_string()
         }
     };

@@ -6,8 +6,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation};
+use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::memory::{MemoryKind, NpuMemory, RawMemory};
-use npu_sycl_bridge::npu::PageAlignedBuffer;
 use npu_sycl_bridge::openvino::{ElementType, KeepAlive, MemType, TensorType};
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
 use npu_sycl_bridge::{ErrorKind, Path};
@@ -54,7 +54,7 @@ fn level_zero_device_memory_is_imported_as_a_dma_buf_zero_copy() {
         let tprod =
             s.npu.import(gpu_memory(&ctx, device, &[]), ElementType::F32, [1, 1024], TensorType::Output).unwrap();
         assert_eq!(counter("npu.imports.dma_buf"), imports0 + 4, "one import per allocation");
-        assert_eq!(ta.params().unwrap().mem_type, Some(MemType::SharedBuf));
+        assert_eq!(ta.remote().params().unwrap().mem_type, Some(MemType::SharedBuf));
         // Device memory reaches the NPU through an export the program could also make: no host views.
         let e = tsum.host_bytes().unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::HostView }, "{e}");
@@ -70,8 +70,8 @@ fn level_zero_device_memory_is_imported_as_a_dma_buf_zero_copy() {
         assert_eq!(counter("npu.bytes_copied"), copied0, "no NPU copies");
         // The results, read through the NPU's mapping of the GPU memory (a second export of it would
         // be another way in; here the remote tensor's MEM_HANDLE is the driver's mapping).
-        let out = |t: &npu_sycl_bridge::openvino::RemoteTensor| {
-            let va = t.params().unwrap().mem_handle as *const u8;
+        let out = |t: &npu_sycl_bridge::npu::NpuTensor| {
+            let va = t.remote().params().unwrap().mem_handle as *const u8;
             // SAFETY: the inference finished; MEM_HANDLE is the driver's host mapping of the whole
             // 4096-byte buffer, alive while the tensor lives; nothing writes it now.
             unsafe { std::slice::from_raw_parts(va, 4096) }.to_vec()
@@ -128,7 +128,7 @@ fn raw_memory_is_imported_as_cpu_va_where_the_npu_imports_user_memory() {
     }
     let sysmem0 = counter("npu.imports.sysmem");
     let t = s.npu.import(raw, ElementType::F32, s.m.inputs[0].shape.clone(), TensorType::Input).unwrap();
-    assert_eq!(t.params().unwrap().mem_handle.cast::<u8>(), ptr, "the NPU uses the caller's address");
+    assert_eq!(t.remote().params().unwrap().mem_handle.cast::<u8>(), ptr, "the NPU uses the caller's address");
     assert_eq!(counter("npu.imports.sysmem"), sysmem0 + 1);
     let out = s.npu.l0_host_tensor(ElementType::F32, s.m.outputs[0].shape.clone(), TensorType::Output).unwrap();
     let mut r = s.request();
@@ -169,14 +169,14 @@ fn pooled_tensors_are_imported_once_and_reused_without_import() {
             // The input is written through the NPU's mapping of the GPU memory: the pool's memory
             // is reachable only through its tensors.
             let data: Vec<u8> = if i % 3 == 0 { s.m.sample_input(0) } else { common::npu::other_input(&s.m, 0) };
-            let va = input.params().unwrap().mem_handle.cast::<u8>();
+            let va = input.remote().params().unwrap().mem_handle.cast::<u8>();
             // SAFETY: the driver's mapping of this pool buffer (at least the input's bytes); no
             // inference uses the tensor now (it was free when the pool handed it out).
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), va, data.len()) };
             r.set_input_tensor(0, &input).unwrap();
             r.set_output_tensor(0, &output).unwrap();
             r.infer().unwrap();
-            let va = output.params().unwrap().mem_handle.cast::<u8>();
+            let va = output.remote().params().unwrap().mem_handle.cast::<u8>();
             // SAFETY: as above; the inference finished.
             let got = unsafe { std::slice::from_raw_parts(va, dout.byte_size()) }.to_vec();
             s.assert_matches_cpu(&[data], &[got]);
@@ -212,12 +212,16 @@ fn a_pool_never_hands_out_a_tensor_in_use_and_says_when_it_is_exhausted() {
     let pool = gpu_pool(&s, PoolLimits { max_buffers: 2, max_bytes: 1 << 30 });
     let a = pool.tensor(din.element_type, din.shape.clone()).unwrap();
     let b = pool.tensor(din.element_type, din.shape.clone()).unwrap();
-    assert_ne!(a.params().unwrap().mem_handle, b.params().unwrap().mem_handle, "two tensors, two buffers");
+    assert_ne!(
+        a.remote().params().unwrap().mem_handle,
+        b.remote().params().unwrap().mem_handle,
+        "two tensors, two buffers"
+    );
     let e = pool.tensor(din.element_type, din.shape.clone()).unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::Exhausted, "{e:#}");
     assert!(format!("{e:#}").contains("InferRequest"), "says how tensors come back: {e:#}");
     // A tensor bound to a request stays in use after the caller dropped it.
-    let va_a = a.params().unwrap().mem_handle;
+    let va_a = a.remote().params().unwrap().mem_handle;
     let mut r = s.request();
     r.set_input_tensor(0, &a).unwrap();
     drop(a);
@@ -227,7 +231,7 @@ fn a_pool_never_hands_out_a_tensor_in_use_and_says_when_it_is_exhausted() {
     let imports = pool.stats().imports;
     drop(r);
     let again = pool.tensor(din.element_type, din.shape.clone()).unwrap();
-    assert_eq!(again.params().unwrap().mem_handle, va_a);
+    assert_eq!(again.remote().params().unwrap().mem_handle, va_a);
     assert_eq!(pool.stats().imports, imports);
     // Another shape re-imports a free buffer only when nothing else is left.
     drop(b);
@@ -304,7 +308,7 @@ fn two_running_inferences_never_share_a_tensor_one_of_them_writes() {
     r2.set_output_tensor(0, &out1).unwrap();
     r1.start_async().unwrap();
     let e = r2.start_async().unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
+    assert_eq!(e.kind(), &ErrorKind::Busy, "{e}");
     assert!(e.to_string().contains("race"), "{e}");
     assert!(!r2.is_running());
     r1.wait().unwrap();
@@ -316,10 +320,10 @@ fn two_running_inferences_never_share_a_tensor_one_of_them_writes() {
     r2.set_input_tensor(0, &out1).unwrap();
     r2.set_output_tensor(0, &out2).unwrap();
     r1.start_async().unwrap();
-    assert_eq!(r2.start_async().unwrap_err().kind(), &ErrorKind::InvalidArgument);
+    assert_eq!(r2.start_async().unwrap_err().kind(), &ErrorKind::Busy);
     r1.wait().unwrap();
     r2.start_async().unwrap();
-    assert_eq!(r1.start_async().unwrap_err().kind(), &ErrorKind::InvalidArgument);
+    assert_eq!(r1.start_async().unwrap_err().kind(), &ErrorKind::Busy);
     r2.wait().unwrap();
     // Sequentially, chaining works: r1 writes out1, r2 reads it.
     r1.infer().unwrap();

@@ -11,10 +11,10 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use npu_sycl_bridge::error::Aligned;
-use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation, MemoryKind};
-use npu_sycl_bridge::memory::RawMemory;
-use npu_sycl_bridge::npu::{dup_fd, LaptopGeneration, NpuContext, PageAlignedBuffer};
-use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, MemType, Properties, RemoteTensor, Tensor, TensorType};
+use npu_sycl_bridge::level_zero::{dup_fd, Context, DeviceType, L0Allocation, MemoryKind};
+use npu_sycl_bridge::memory::{PageAlignedBuffer, RawMemory};
+use npu_sycl_bridge::npu::{LaptopGeneration, NpuContext, NpuTensor};
+use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, MemType, Properties, Tensor, TensorType};
 use npu_sycl_bridge::{ErrorKind, Path};
 use testkit::models::{self, ReferenceModel};
 
@@ -35,11 +35,11 @@ fn setup(m: ReferenceModel) -> Setup {
     NpuAndCpu::new(core(), m)
 }
 
-fn write_remote(t: &mut RemoteTensor, bytes: &[u8]) {
+fn write_remote(t: &mut NpuTensor, bytes: &[u8]) {
     t.host_bytes_mut().unwrap().copy_from_slice(bytes);
 }
 
-fn read_remote(t: &RemoteTensor) -> Vec<u8> {
+fn read_remote(t: &NpuTensor) -> Vec<u8> {
     t.host_bytes().unwrap().to_vec()
 }
 
@@ -193,7 +193,7 @@ fn l0_host_tensors_match_the_cpu_plugin_without_copies() {
     let d_out = &s.m.outputs[0];
     let mut input = s.npu.l0_host_tensor(d_in.element_type, d_in.shape.clone(), TensorType::Input).unwrap();
     let output = s.npu.l0_host_tensor(d_out.element_type, d_out.shape.clone(), TensorType::Binded).unwrap();
-    let p = input.params().unwrap();
+    let p = input.remote().params().unwrap();
     assert_eq!(p.mem_type, Some(MemType::L0InternalBuf));
     assert_eq!(p.tensor_type, Some(TensorType::Input));
     let info = s.npu.level_zero_context().memory_properties(p.mem_handle).unwrap();
@@ -247,8 +247,8 @@ fn cpu_va_tensors_match_the_cpu_plugin_zero_copy() {
     let product =
         s.npu.import(PageAlignedBuffer::new(4096).unwrap(), ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
     // The VA the NPU uses is the buffer's own.
-    assert_eq!(ta.params().unwrap().mem_handle.cast_const(), va_a);
-    assert_eq!(ta.params().unwrap().mem_type, Some(MemType::CpuVa));
+    assert_eq!(ta.remote().params().unwrap().mem_handle.cast_const(), va_a);
+    assert_eq!(ta.remote().params().unwrap().mem_type, Some(MemType::CpuVa));
     assert_eq!(counter("npu.imports.sysmem"), sysmem0 + 4, "each buffer is imported once");
 
     let mut r = s.request();
@@ -292,7 +292,7 @@ fn dma_buf_tensors_from_the_virtual_gpu_match_the_cpu_plugin_zero_copy() {
         let tsum = s.npu.import(fd_sum, ElementType::F32, [1, 1024], TensorType::Output).unwrap();
         let tprod = s.npu.import(fd_prod, ElementType::F32, [1, 1024], TensorType::Output).unwrap();
         assert_eq!(counter("npu.imports.dma_buf"), imports0 + 4);
-        assert_eq!(ta.params().unwrap().mem_type, Some(MemType::SharedBuf));
+        assert_eq!(ta.remote().params().unwrap().mem_type, Some(MemType::SharedBuf));
 
         let mut r = s.request();
         r.set_input_tensor(0, &ta).unwrap();
@@ -432,10 +432,10 @@ fn a_buffer_is_imported_once_per_npu_context() {
     let first = s.npu.import(dup_fd(fd.as_fd()).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     let second = s.npu.import(fd, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     assert_eq!(counter("npu.imports.dma_buf"), imports0 + 1, "one import for two tensors over one buffer");
-    assert_eq!(first.params().unwrap().mem_type, Some(MemType::SharedBuf));
+    assert_eq!(first.remote().params().unwrap().mem_type, Some(MemType::SharedBuf));
     assert_eq!(
-        second.params().unwrap().mem_handle,
-        first.params().unwrap().mem_handle,
+        second.remote().params().unwrap().mem_handle,
+        first.remote().params().unwrap().mem_handle,
         "the second tensor is the first import's mapping"
     );
     assert_eq!(second.host_bytes().unwrap_err().kind(), &ErrorKind::Unsupported { path: Path::HostView });
@@ -528,7 +528,7 @@ fn input_cpu_va_tensors_are_read_only_for_the_npu_and_cannot_be_outputs() {
         assert!(format!("{e:#}").contains("read-only") && format!("{e:#}").contains("TensorType::Output"), "{e}");
     }
     // A tensor reusing that import (a CPU_VA tensor at its start) is read-only too.
-    let va = input.params().unwrap().mem_handle;
+    let va = input.remote().params().unwrap().mem_handle;
     let keep: KeepAlive = Arc::new(input.clone());
     // SAFETY: va is the start of the input tensor's 4096-byte buffer, kept alive by `keep`.
     let alias = unsafe {
@@ -754,7 +754,7 @@ fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refu
         bytes[..4096].copy_from_slice(&a);
         bytes[4096..].copy_from_slice(&b);
     }
-    let va = big.params().unwrap().mem_handle.cast::<u8>();
+    let va = big.remote().params().unwrap().mem_handle.cast::<u8>();
     let sysmem0 = counter("npu.imports.sysmem");
     let keep: KeepAlive = Arc::new(big.clone());
 
@@ -796,7 +796,7 @@ fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refu
     }
     .unwrap();
     assert_eq!(counter("npu.imports.sysmem"), sysmem0, "no import: the plugin reuses its own allocation");
-    assert_eq!(ta.params().unwrap().mem_handle.cast::<u8>(), va);
+    assert_eq!(ta.remote().params().unwrap().mem_handle.cast::<u8>(), va);
     drop(big);
     let tb = in_place_input(&s.npu, &b, [1, 1024]);
     let mut r = s.request();

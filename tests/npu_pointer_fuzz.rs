@@ -30,9 +30,10 @@ use std::sync::{Arc, OnceLock};
 
 use npu_sycl_bridge::error::Aligned;
 use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation};
+use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::memory::{NpuMemory, RawMemory};
-use npu_sycl_bridge::npu::PageAlignedBuffer;
-use npu_sycl_bridge::openvino::{ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorType};
+use npu_sycl_bridge::npu::NpuTensor;
+use npu_sycl_bridge::openvino::{ElementType, KeepAlive, MemType, Shape, TensorType};
 use npu_sycl_bridge::{ErrorKind, Path, Result as BridgeResult};
 use proptest::prelude::*;
 use testkit::models;
@@ -362,7 +363,7 @@ fn build(source: &Source, et: ElementType, dims: &[usize], s: &Setup) -> Built {
             let size = pages * PAGE;
             let mut host = s.s.npu.l0_host_tensor(ElementType::U8, [size], TensorType::Binded).unwrap();
             fill(&mut host.host_bytes_mut().unwrap(), &input);
-            let base = host.params().unwrap().mem_handle.cast::<u8>();
+            let base = host.remote().params().unwrap().mem_handle.cast::<u8>();
             let off = resolve_offset(offset, size, false);
             let len = resolve_length(len, need.clone(), size - off);
             // SAFETY: `off < size`: inside the tensor's allocation.
@@ -407,7 +408,7 @@ fn build(source: &Source, et: ElementType, dims: &[usize], s: &Setup) -> Built {
     }
 }
 
-fn import<M: NpuMemory>(m: M, et: ElementType, dims: &[usize], tt: TensorType) -> BridgeResult<RemoteTensor> {
+fn import<M: NpuMemory>(m: M, et: ElementType, dims: &[usize], tt: TensorType) -> BridgeResult<NpuTensor> {
     setup().s.npu.import(m, et, Shape::new(dims), tt)
 }
 
@@ -449,9 +450,9 @@ fn one_case(source: &Source, et: ElementType, dims: &[usize], tt: TensorType) ->
             if held.is_none() {
                 prop_assert_eq!(dropped().unwrap_or(0), 0, "the keep-alive lives as long as the tensor");
             }
-            prop_assert_eq!(t.element_type().unwrap(), et);
-            prop_assert_eq!(t.shape().unwrap(), Shape::new(dims));
-            let params = t.params().unwrap();
+            prop_assert_eq!(t.element_type(), et);
+            prop_assert_eq!(t.shape(), &Shape::new(dims));
+            let params = t.remote().params().unwrap();
             prop_assert_eq!(params.mem_type, Some(MemType::CpuVa));
             prop_assert_eq!(params.mem_handle as usize, ptr, "the NPU uses the given address");
             prop_assert_eq!(&t.host_bytes().unwrap()[..], &bytes[..], "the host view shows the bytes at the address");

@@ -117,6 +117,11 @@ both_adapters!(
     the_programs_sycl_memory_through_the_one_import_v1,
     the_programs_sycl_memory_through_the_one_import_v2
 );
+/// One adapter is enough: what is counted is the crate's calls into OpenVINO, not SYCL's.
+#[test]
+fn sycl_copies_ask_nothing_of_openvino_v2() {
+    run_child("sycl_copies_ask_nothing_of_openvino", true);
+}
 both_adapters!(
     sycl_access_is_sycl_memory_and_excludes_inference,
     sycl_access_is_sycl_memory_and_excludes_inference_v1,
@@ -127,10 +132,16 @@ both_adapters!(thousand_cycles_leak_nothing, thousand_cycles_leak_nothing_v1, th
 
 /// The tests that run inside the child processes.
 mod inner {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
     use npu_sycl_bridge::level_zero as l0;
-    use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, RemoteTensor, TensorType};
+    use npu_sycl_bridge::npu::{NpuContext, NpuTensor};
+    use npu_sycl_bridge::openvino::{
+        Core, ElementType, ExternalContext, ExternalTensor, InferRequest, RemoteContext, RemoteTensor, Shape,
+        TensorProperties, TensorType,
+    };
     use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
     use npu_sycl_bridge::sycl::{
         self, Context, ContextOrigin, ExportableDeviceMemory, LevelZeroOwnership, Queue, SyclMemory, UsmBuffer, UsmKind,
@@ -217,7 +228,7 @@ mod inner {
         if kind != StrategyKind::NpuToSycl {
             // The NPU's view of the tensor shows what SYCL wrote: the same bytes.
             assert_eq!(
-                ta.remote_tensor().host_bytes().unwrap().to_vec(),
+                ta.npu_tensor().host_bytes().unwrap().to_vec(),
                 a,
                 "{kind}: SYCL's write seen by the NPU mapping"
             );
@@ -469,10 +480,7 @@ mod inner {
         let pattern: Vec<u32> = (0..1024).map(|i| i * 7 + 1).collect();
         q.write(&mut usm, 0, &pattern).unwrap();
         t.copy_from(&usm, 4096).unwrap();
-        assert_eq!(
-            t.remote_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect::<Vec<_>>(),
-            pattern
-        );
+        assert_eq!(t.npu_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect::<Vec<_>>(), pattern);
         q.fill(&mut usm, 0).unwrap();
         t.copy_to(&mut usm, 4096).unwrap();
         assert_eq!(q.read_to_vec::<u32, _>(&usm).unwrap(), pattern);
@@ -528,7 +536,7 @@ mod inner {
             assert!(format!("{err:#}").contains("usm_system_allocations"), "{err}");
             t.copy_from(&usm, 4096).unwrap();
         }
-        let seen: Vec<u32> = t.remote_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect();
+        let seen: Vec<u32> = t.npu_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect();
         assert_eq!(seen, pattern, "the NPU's mapping shows what SYCL wrote");
         drop(t);
         run_multi_io(&e, &s);
@@ -639,7 +647,7 @@ mod inner {
                 let mut access = t.sycl_mut().unwrap();
                 s.queue().copy(&staging, &mut access, 4096).unwrap();
             }
-            let seen: Vec<u32> = t.remote_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect();
+            let seen: Vec<u32> = t.npu_tensor().host_data::<f32>().unwrap().iter().map(|f| f.to_bits()).collect();
             assert_eq!(seen, pattern, "SYCL wrote the NPU's pages in place");
             drop(t);
             // The model through it: SYCL writes the NPU's inputs and reads its outputs in place.
@@ -679,11 +687,12 @@ mod inner {
         let pending = in_b.write_async(0, &y).unwrap();
         // b cannot start while its input is still being written.
         let err = rb.infer().unwrap_err();
-        assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
+        assert_eq!(err.kind(), &ErrorKind::Busy, "{err}");
+        assert!(err.to_string().contains("SYCL access"), "the message names what holds the tensor: {err}");
         pending.wait().unwrap();
         // a's input cannot be written while a runs.
         let err = in_a.write_async(0, &y).unwrap_err();
-        assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
+        assert_eq!(err.kind(), &ErrorKind::Busy, "{err}");
         ra.wait().unwrap();
         rb.infer().unwrap();
         // An inference that starts once the SYCL write it reads has finished.
@@ -696,7 +705,7 @@ mod inner {
             let pa = out_a.read_async(0, &mut got_a).unwrap();
             let pb = out_b.read_async(0, &mut got_b).unwrap();
             // An inference that writes a tensor a pending read still reads cannot start.
-            assert_eq!(ra.infer().unwrap_err().kind(), &ErrorKind::InvalidArgument);
+            assert_eq!(ra.infer().unwrap_err().kind(), &ErrorKind::Busy);
             pa.wait().unwrap();
             drop(pb); // dropping waits
         }
@@ -750,19 +759,135 @@ mod inner {
             assert!(format!("{err:#}").contains("dma-buf"), "{usm:?}: names what works: {err:#}");
         }
         // Memory the program exported itself has another way in: the tensor over it has no host
-        // views, so the shared tensor's SYCL writes (which take a host view's exclusion) are refused.
+        // views (a Rust slice of pages another fd can change). SYCL copies make no Rust reference to
+        // the pages, so the shared tensor still writes and reads them, excluded from inferences.
         let mem = ExportableDeviceMemory::new(&e.ctx, &e.gpu, 4096, 4096).unwrap();
         let other_owner = mem.export_dma_buf().unwrap();
         let tensor = e.npu.import(mem, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
         assert_eq!(tensor.host_bytes().unwrap_err().kind(), &ErrorKind::Unsupported { path: Path::HostView });
         let mut shared = SharedTensor::new(&q, tensor).unwrap();
-        assert_eq!(shared.write(0, &a).unwrap_err().kind(), &ErrorKind::Unsupported { path: Path::HostView });
+        shared.write(0, &a).unwrap();
+        assert_eq!(shared.read_to_vec::<u8>().unwrap(), a);
+        assert_eq!(
+            shared.npu_tensor().host_bytes().unwrap_err().kind(),
+            &ErrorKind::Unsupported { path: Path::HostView }
+        );
         drop((shared, other_owner));
         // A tensor that is not SYCL memory cannot become a shared tensor.
         let l0 = e.npu.l0_host_tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap();
         assert_eq!(SharedTensor::new(&q, l0).unwrap_err().kind(), &ErrorKind::InvalidArgument);
         assert_eq!(open_fds(), fds0, "every export's fd closed once");
         done("the_programs_sycl_memory_through_the_one_import");
+    }
+
+    /// A real NPU remote context seen through the other-binding interface, so that every call the
+    /// crate makes into OpenVINO for its tensors passes here first and is counted.
+    struct CountingContext {
+        inner: RemoteContext,
+        calls: Arc<AtomicUsize>,
+    }
+
+    struct CountingTensor {
+        inner: RemoteTensor,
+        calls: Arc<AtomicUsize>,
+    }
+
+    impl CountingTensor {
+        fn count(&self) {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl ExternalContext for CountingContext {
+        fn device_name(&self) -> npu_sycl_bridge::Result<String> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.inner.device_name()
+        }
+        fn params(&self) -> npu_sycl_bridge::Result<BTreeMap<String, String>> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.inner.params()
+        }
+        unsafe fn create_tensor(
+            &self,
+            element_type: ElementType,
+            shape: &Shape,
+            p: &TensorProperties,
+        ) -> npu_sycl_bridge::Result<Box<dyn ExternalTensor>> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            // SAFETY: the caller's contract (create_tensor's) is create_tensor_raw's, forwarded.
+            let inner = unsafe {
+                self.inner.create_tensor_raw(
+                    element_type,
+                    shape.clone(),
+                    p.mem_type,
+                    p.mem_handle,
+                    p.tensor_type,
+                    vec![],
+                )
+            }?;
+            Ok(Box::new(CountingTensor { inner, calls: Arc::clone(&self.calls) }))
+        }
+    }
+
+    impl ExternalTensor for CountingTensor {
+        fn element_type(&self) -> npu_sycl_bridge::Result<ElementType> {
+            self.count();
+            self.inner.element_type()
+        }
+        fn shape(&self) -> npu_sycl_bridge::Result<Shape> {
+            self.count();
+            self.inner.shape()
+        }
+        fn byte_size(&self) -> npu_sycl_bridge::Result<usize> {
+            self.count();
+            self.inner.byte_size()
+        }
+        fn device_name(&self) -> npu_sycl_bridge::Result<String> {
+            self.count();
+            self.inner.device_name()
+        }
+        fn params(&self) -> npu_sycl_bridge::Result<BTreeMap<String, String>> {
+            self.count();
+            self.inner.params().map(|p| p.raw)
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn sycl_copies_ask_nothing_of_openvino() {
+        if !child() {
+            return;
+        }
+        let e = env(models::multi_io());
+        let q = Arc::new(Queue::new(&e.ctx, &e.gpu).unwrap());
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counting = CountingContext { inner: e.npu.remote_context().clone(), calls: Arc::clone(&calls) };
+        let npu = NpuContext::from_remote_context(RemoteContext::external(Box::new(counting))).unwrap();
+        let mem = ExportableDeviceMemory::new(&e.ctx, &e.gpu, 4096, 4096).unwrap();
+        let mut t =
+            SharedTensor::new(&q, npu.import(mem, ElementType::F32, [1, 1024], TensorType::Binded).unwrap()).unwrap();
+        let made = calls.load(Ordering::SeqCst);
+        assert!(made > 0, "the import's calls pass through the counting context");
+        let a = e.m.sample_input(0);
+        t.write(0, &a).unwrap();
+        assert_eq!(t.read_to_vec::<u8>().unwrap(), a);
+        let mut back = vec![0u8; 16];
+        t.read(8, &mut back).unwrap();
+        assert_eq!(back, a[8..24]);
+        assert_eq!(t.npu_tensor().host_bytes().unwrap()[..], a[..], "the host view shows SYCL's bytes");
+        t.write_async(0, &a).unwrap().wait().unwrap();
+        {
+            let staging = UsmBuffer::new(&e.ctx, &e.gpu, UsmKind::Device, 4096, 4096).unwrap();
+            let mut access = t.sycl_mut().unwrap();
+            q.copy(&staging, &mut access, 16).unwrap();
+        }
+        t.fill(7).unwrap();
+        assert!(t.npu_tensor().host_bytes().unwrap().iter().all(|&b| b == 7));
+        assert_eq!((t.byte_size(), t.element_type(), t.shape().dims()), (4096, ElementType::F32, &[1, 1024][..]));
+        assert_eq!(calls.load(Ordering::SeqCst), made, "SYCL copies and host views made no OpenVINO call");
+        done("sycl_copies_ask_nothing_of_openvino");
     }
 
     #[test]
@@ -794,7 +919,7 @@ mod inner {
                 q.copy(&staging, &mut access, x.len()).unwrap();
                 // No inference while SYCL has the memory.
                 let err = r.infer().unwrap_err();
-                assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{kind}: {err}");
+                assert_eq!(err.kind(), &ErrorKind::Busy, "{kind}: {err}");
                 // Queue::read works on the guard too.
                 let mut first = [0u8; 8];
                 q.read(&access, 0, &mut first).unwrap();
@@ -808,7 +933,7 @@ mod inner {
             // During an asynchronous inference SYCL access is refused, not raced.
             r.start_async().unwrap();
             let err = input.write(0, &x).unwrap_err();
-            assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{kind}: {err}");
+            assert_eq!(err.kind(), &ErrorKind::Busy, "{kind}: {err}");
             assert!(input.sycl_mut().is_err());
             r.wait().unwrap();
             input.write(0, &x).unwrap();
@@ -818,7 +943,7 @@ mod inner {
             let err = input.copy_from(&foreign, 4096).unwrap_err();
             assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
             let oq = Arc::new(Queue::new(&other, &e.gpu).unwrap());
-            let err = SharedTensor::new(&oq, input.remote_tensor().clone()).unwrap_err();
+            let err = SharedTensor::new(&oq, input.npu_tensor().clone()).unwrap_err();
             assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
         }
         done("sycl_access_is_sycl_memory_and_excludes_inference");
@@ -845,7 +970,7 @@ mod inner {
         [ta, tb, ts, tp]
     }
 
-    fn read_outputs(sum: &RemoteTensor, prod: &RemoteTensor) -> Vec<Vec<u8>> {
+    fn read_outputs(sum: &NpuTensor, prod: &NpuTensor) -> Vec<Vec<u8>> {
         vec![sum.host_bytes().unwrap().to_vec(), prod.host_bytes().unwrap().to_vec()]
     }
 
@@ -881,7 +1006,7 @@ mod inner {
             let t = make_four(&s, &e);
             let mut r = e.request();
             bind_multi_io(&mut r, &[&t[0], &t[1], &t[2], &t[3]]);
-            let (sum, prod) = (t[2].remote_tensor().clone(), t[3].remote_tensor().clone());
+            let (sum, prod) = (t[2].npu_tensor().clone(), t[3].npu_tensor().clone());
             drop(t);
             drop(s);
             drop(ctx);
@@ -931,7 +1056,7 @@ mod inner {
             drop(core);
             r.infer().unwrap();
             drop(s);
-            e.assert_matches_cpu_in("D", &samples, &read_outputs(t[2].remote_tensor(), t[3].remote_tensor()));
+            e.assert_matches_cpu_in("D", &samples, &read_outputs(t[2].npu_tensor(), t[3].npu_tensor()));
             drop(r);
             drop(t);
         }
@@ -968,7 +1093,7 @@ mod inner {
             e.assert_matches_cpu_in(
                 "F",
                 &[other_input(&e.m, 0), samples[1].clone()],
-                &read_outputs(ts.remote_tensor(), tp.remote_tensor()),
+                &read_outputs(ts.npu_tensor(), tp.npu_tensor()),
             );
             drop((tb, ts, tp));
             drop(r);

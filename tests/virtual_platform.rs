@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
 use level_zero_sys::*;
-use npu_sycl_bridge::npu::PageAlignedBuffer;
+use npu_sycl_bridge::memory::PageAlignedBuffer;
 use testkit::virtual_platform::{self, VirtualPlatform};
 
 const CHILD_ENV: &str = "VL0_TEST_CHILD";

@@ -9,7 +9,8 @@
 mod common;
 
 use common::{compile, expected};
-use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
+use npu_sycl_bridge::memory::PageAlignedBuffer;
+use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{Core, ElementType};
 use testkit::models;
 use testkit::virtual_platform;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver, L0Allocation};
-use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
+use npu_sycl_bridge::memory::PageAlignedBuffer;
+use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, Properties, Tensor, TensorType};
 use npu_sycl_bridge::pool::NpuPool;
 use npu_sycl_bridge::Result;

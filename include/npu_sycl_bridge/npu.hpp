@@ -68,6 +68,8 @@ enum class ErrorKind : std::uint8_t {
   io = 10,
   exhausted = 11,
   internal = 12,
+  /// A tensor in use: a running inference, a data view or a SYCL access holds it (retry later).
+  busy = 13,
 };
 
 /// The sharing path an ErrorKind::unsupported error is about (the Rust crate's Path).

@@ -228,7 +228,7 @@ fn dma_buf_export_desc(device: Device) -> Result<sys::ze_external_memory_export_
 }
 
 /// `fcntl(F_DUPFD_CLOEXEC)`: a new fd for the same open file, owned by the caller. Use it to give
-/// [`NpuContext::import`](crate::npu::NpuContext::import) an fd while keeping yours.
+/// an fd away (to the NPU's import, which takes it by value) while keeping yours.
 pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
     fd.try_clone_to_owned().map_err(|e| Error::io(format!("duplicating fd {}", fd.as_raw_fd()), e))
 }

@@ -4,9 +4,9 @@
 //! | path | constructor | memory owned by | zero-copy | notes |
 //! |------|-------------|-----------------|-----------|-------|
 //! | L0 host tensor | [`NpuContext::l0_host_tensor`] | the tensor (plugin `zeMemAllocHost`) | yes | `Input` = write-combined: write-only for the CPU |
-//! | CPU_VA | [`NpuContext::import`] of a [`PageAlignedBuffer`], host/shared USM or L0 memory, or [`RawMemory`](crate::memory::RawMemory) | the tensor (the memory moves in) / the caller's keep-alive | yes (sysmem import) | address and byte size multiples of 4096 |
+//! | CPU_VA | [`NpuContext::import`] of a [`PageAlignedBuffer`](crate::memory::PageAlignedBuffer), host/shared USM or L0 memory, or [`RawMemory`](crate::memory::RawMemory) | the tensor (the memory moves in) / the caller's keep-alive | yes (sysmem import) | address and byte size multiples of 4096 |
 //! | dma-buf (SHARED_BUF) | [`NpuContext::import`] of an `OwnedFd`, exportable device memory | the exporter; the tensor owns the fd and closes it once | yes | the GPU exports with [`L0Allocation::export_dma_buf`](crate::level_zero::L0Allocation::export_dma_buf) |
-//! | plain host tensor | [`PageAlignedBuffer::into_tensor`], any [`Tensor`](crate::openvino::Tensor) | the tensor | only when page-aligned | see below |
+//! | plain host tensor | [`PageAlignedBuffer::into_tensor`](crate::memory::PageAlignedBuffer::into_tensor), any [`Tensor`](crate::openvino::Tensor) | the tensor | only when page-aligned | see below |
 //!
 //! Every tensor keeps alive what it wraps (by construction: the memory's owner moves into the
 //! tensor's keep-alive list) and its context, and [`InferRequest`](crate::openvino::InferRequest)
@@ -14,17 +14,18 @@
 //! tensor can outlive its memory, and no `NpuContext`, `Core` or `CompiledModel` is freed while
 //! something still depends on it.
 //!
-//! Host access to remote tensors goes through [`RemoteTensor::host_data`](crate::openvino::RemoteTensor::host_data)
-//! and [`host_data_mut`](crate::openvino::RemoteTensor::host_data_mut): checked views that never
+//! Every path gives an [`NpuTensor`]: the remote tensor and what the import checked about its
+//! memory, fixed at construction. Host access goes through [`NpuTensor::host_data`]
+//! and [`host_data_mut`](NpuTensor::host_data_mut): checked views that never
 //! overlap an inference. A write through them after binding is seen by the next inference without
 //! rebinding. They exist only where the tensor is the memory's sole way in (L0 host tensors, CPU_VA
-//! over a moved-in [`PageAlignedBuffer`]): a dma-buf tensor's pages stay its exporter's, which can
+//! over a moved-in [`PageAlignedBuffer`](crate::memory::PageAlignedBuffer)): a dma-buf tensor's pages stay its exporter's, which can
 //! write them at any time, so they are read and written through the exporter instead.
 //!
 //! # Plain host tensors
 //! A plain [`Tensor`](crate::openvino::Tensor) set on an NPU request is
 //! - **imported** (zero-copy, like CPU_VA, then rebound through a mutable command list) when its
-//!   data pointer **and** byte size are multiples of 4096 — a tensor over a [`PageAlignedBuffer`]
+//!   data pointer **and** byte size are multiples of 4096 — a tensor over a [`PageAlignedBuffer`](crate::memory::PageAlignedBuffer)
 //!   with a page-multiple byte size. The virtual platform counts it in `npu.imports.sysmem`, and
 //!   `npu.bytes_copied` stays 0. The plugin imports it anew (and frees the import) on every
 //!   inference, so for memory used more than once a CPU_VA tensor, imported once, is cheaper. Only
@@ -37,7 +38,8 @@
 //!
 //! ```no_run
 //! use testkit::models;
-//! use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
+//! use npu_sycl_bridge::memory::PageAlignedBuffer;
+//! use npu_sycl_bridge::npu::NpuContext;
 //! use npu_sycl_bridge::openvino::{Core, Properties, TensorType};
 //!
 //! # fn main() -> npu_sycl_bridge::Result<()> {
@@ -56,16 +58,12 @@
 //! # Ok(()) }
 //! ```
 
-mod buffer;
 mod context;
 mod generation;
 mod imports;
+mod tensor;
 mod tensors;
 
-// For the memory kinds, the pool and the sharing strategies, which check and size as these paths do.
-pub(crate) use self::buffer::round_up_to_page;
-pub use self::buffer::{PageAlignedBuffer, PAGE_SIZE};
 pub use self::context::{NpuCapabilities, NpuContext};
 pub use self::generation::LaptopGeneration;
-pub(crate) use self::tensors::{check_open, fd_buffer, tensor_bytes};
-pub use crate::level_zero::dup_fd;
+pub use self::tensor::NpuTensor;

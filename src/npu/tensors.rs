@@ -1,37 +1,23 @@
 //! The NPU memory paths: L0 host tensors, CPU_VA, dma-buf (SHARED_BUF), and host views of them.
 
 use std::ffi::c_void;
-use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use super::buffer::PAGE_SIZE;
 use super::imports::{self, DmaBufClaim};
+use super::tensor::{HostAccess, NpuTensor};
 use super::NpuContext;
 use crate::error::{Aligned, Error, ErrorKind, Path, Result};
 use crate::level_zero::{L0Allocation, MemoryKind};
-use crate::memory::{DmaBufFd, NpuMemory, Region};
-use crate::openvino::{
-    Element, ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorData,
-    TensorDataMut, TensorType,
-};
+use crate::memory::{fd_buffer, tensor_bytes, DmaBufFd, NpuMemory, Region, PAGE_SIZE};
+use crate::openvino::{ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorProperties, TensorType};
 
-/// The byte size of a tensor of `element_type` and `shape`, rejecting element types without a
-/// fixed size and empty shapes.
-pub(crate) fn tensor_bytes(element_type: ElementType, shape: &Shape) -> Result<usize> {
-    if element_type.bits() == 0 {
-        return Err(Error::element_type(format!(
-            "a tensor over shared memory needs a fixed-size element type, not {element_type}"
-        )));
-    }
-    let elements = shape
-        .dims()
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| Error::shape(format!("shape {shape} has too many elements")))?;
-    if elements == 0 {
-        return Err(Error::shape(format!("shape {shape} has no elements; the NPU needs a non-empty tensor")));
-    }
-    element_type.checked_byte_size(elements).ok_or_else(|| Error::shape(format!("shape {shape} is too large")))
+/// A remote tensor just made over known memory, and what making it found out.
+struct Made {
+    remote: RemoteTensor,
+    /// The host address of the memory (the CPU_VA pointer, the driver's mapping of a dma-buf).
+    va: *mut c_void,
+    /// The tensor may be the memory's only way in (not a reuse of another tensor's import).
+    exclusive: bool,
 }
 
 impl NpuContext {
@@ -46,17 +32,17 @@ impl NpuContext {
     ///   for anything the CPU reads back (outputs).
     ///
     /// The memory is host-visible: read and write it with
-    /// [`RemoteTensor::host_data`] / [`RemoteTensor::host_data_mut`] (through the VA OpenVINO
+    /// [`NpuTensor::host_data`] / [`NpuTensor::host_data_mut`] (through the VA OpenVINO
     /// reports as `MEM_HANDLE`). This is the "already resident" floor: binding it never copies.
     pub fn l0_host_tensor(
         &self,
         element_type: ElementType,
         shape: impl Into<Shape>,
         tensor_type: TensorType,
-    ) -> Result<RemoteTensor> {
+    ) -> Result<NpuTensor> {
         let shape = shape.into();
-        tensor_bytes(element_type, &shape)?;
-        let t = self.remote_context().create_l0_host_tensor(element_type, shape, tensor_type)?;
+        let byte_size = tensor_bytes(element_type, &shape)?;
+        let t = self.remote_context().create_l0_host_tensor(element_type, shape.clone(), tensor_type)?;
         // The MEM_HANDLE must be an allocation of the plugin's context; check it once so that the
         // host views below rest on a verified fact.
         let va = t.params()?.mem_handle;
@@ -67,11 +53,19 @@ impl NpuContext {
                 info.kind
             )));
         }
-        Ok(t)
+        Ok(NpuTensor::new(
+            t,
+            element_type,
+            shape,
+            byte_size,
+            HostAccess::Exclusive(va as usize),
+            #[cfg(feature = "sycl")]
+            None,
+        ))
     }
 
     /// **The one way to hand memory to the NPU**: imports `memory` (any [`NpuMemory`]: a
-    /// [`PageAlignedBuffer`](super::PageAlignedBuffer), a dma-buf [`OwnedFd`](std::os::fd::OwnedFd), a [`L0Allocation`](crate::level_zero::L0Allocation),
+    /// [`PageAlignedBuffer`](crate::memory::PageAlignedBuffer), a dma-buf [`OwnedFd`](std::os::fd::OwnedFd), a [`L0Allocation`](crate::level_zero::L0Allocation),
     /// SYCL USM or exportable device memory, or `unsafe` [`RawMemory`](crate::memory::RawMemory))
     /// as a remote tensor of `element_type` and `shape`, zero-copy. The tensor takes the memory and
     /// keeps it alive until OpenVINO freed the tensor and every request that bound it let go of it;
@@ -83,7 +77,7 @@ impl NpuContext {
     ///   and the driver imports system memory (NPU 40xx+ with the kernel's userptr import). Memory
     ///   that already is an allocation of the NPU's context is not imported again: the plugin
     ///   reuses it from its **start**, so a pointer inside one is refused. A tensor made with
-    ///   [`TensorType::Input`] is imported read-only ([`RemoteTensor::is_read_only_for_device`]).
+    ///   [`TensorType::Input`] is imported read-only ([`NpuTensor::is_read_only_for_device`]).
     /// - **SHARED_BUF** (dma-buf): the driver lists `DMA_BUF` among its import types and the buffer
     ///   holds the tensor. A buffer this context has imported already (through any fd) is not
     ///   imported again (the driver would share one buffer object between the imports): the new
@@ -100,7 +94,7 @@ impl NpuContext {
         element_type: ElementType,
         shape: impl Into<Shape>,
         tensor_type: TensorType,
-    ) -> Result<RemoteTensor> {
+    ) -> Result<NpuTensor> {
         if let Err(e) = memory.check() {
             memory.discard();
             return Err(e);
@@ -116,7 +110,7 @@ impl NpuContext {
         element_type: ElementType,
         shape: Shape,
         tensor_type: TensorType,
-    ) -> Result<RemoteTensor> {
+    ) -> Result<NpuTensor> {
         if memory.level_zero_context() == Some(self.level_zero_context().as_raw() as usize) {
             return Err(Error::unsupported(
                 Path::CpuVa,
@@ -129,48 +123,60 @@ impl NpuContext {
                      export a dma-buf",
             ));
         }
+        let byte_size = tensor_bytes(element_type, &shape)?;
         let region = memory.region()?;
         let exclusive = memory.exclusive();
         let owner: KeepAlive = memory.clone();
-        let mut tensor = match region {
+        let made = match region {
             Region::Host { ptr, len } => {
                 // SAFETY: `ptr` is `len` bytes of memory owned by `owner` (each NpuMemory kind
                 // guarantees it: an owned mapping or allocation, or RawMemory's contract), which the
                 // tensor keeps alive; the memory was moved into `owner`, so it is reached only
                 // through the tensor's checked views (or, for non-exclusive kinds, not at all).
-                unsafe { self.import_host(ptr.as_ptr().cast(), len, Some(owner), element_type, shape, tensor_type) }
-                    .map_err(|e| match memory.memory_kind() {
-                        kind @ crate::memory::MemoryKind::LevelZero(_)
-                            if matches!(e.kind(), ErrorKind::OpenVino { .. }) =>
-                        {
-                            gpu_usm_not_pinnable(kind, e)
-                        }
-                        #[cfg(feature = "sycl")]
-                        kind @ crate::memory::MemoryKind::SyclUsm(_)
-                            if matches!(e.kind(), ErrorKind::OpenVino { .. }) =>
-                        {
-                            gpu_usm_not_pinnable(kind, e)
-                        }
-                        _ => e,
-                    })?
+                unsafe {
+                    self.import_host(ptr.as_ptr().cast(), len, Some(owner), element_type, shape.clone(), tensor_type)
+                }
+                .map_err(|e| match memory.memory_kind() {
+                    kind @ crate::memory::MemoryKind::LevelZero(_)
+                        if matches!(e.kind(), ErrorKind::OpenVino { .. }) =>
+                    {
+                        gpu_usm_not_pinnable(kind, e)
+                    }
+                    #[cfg(feature = "sycl")]
+                    kind @ crate::memory::MemoryKind::SyclUsm(_) if matches!(e.kind(), ErrorKind::OpenVino { .. }) => {
+                        gpu_usm_not_pinnable(kind, e)
+                    }
+                    _ => e,
+                })?
             }
             Region::DmaBuf { fd, len } => {
-                self.import_dma_buf(fd, len, element_type, shape, tensor_type, vec![owner], exclusive)?
+                self.import_dma_buf(fd, len, element_type, shape.clone(), tensor_type, vec![owner], exclusive)?
             }
         };
-        if !exclusive {
-            tensor.exclusive_memory = false;
-        }
-        #[cfg(feature = "sycl")]
-        {
-            tensor.sycl_origin = memory.sycl().map(|(ptr, context)| crate::memory::SyclOrigin {
+        let host = if exclusive && made.exclusive {
+            if made.va.is_null() {
+                return Err(Error::invalid_argument(
+                    "the NPU plugin reported no MEM_HANDLE (host mapping) for the imported memory",
+                ));
+            }
+            HostAccess::Exclusive(made.va as usize)
+        } else {
+            HostAccess::Shared
+        };
+        Ok(NpuTensor::new(
+            made.remote,
+            element_type,
+            shape,
+            byte_size,
+            host,
+            #[cfg(feature = "sycl")]
+            memory.sycl().map(|(ptr, context)| crate::memory::SyclOrigin {
                 addr: ptr.as_ptr() as usize,
                 context,
                 kind: memory.memory_kind(),
                 len: memory.byte_len(),
-            });
-        }
-        Ok(tensor)
+            }),
+        ))
     }
 
     /// **CPU_VA** tensor over `ptr` and `byte_len` (the memory available from `ptr`).
@@ -189,9 +195,9 @@ impl NpuContext {
     ///   that bound it are dropped);
     /// - nothing else accesses the memory while an inference using the tensor runs, no Rust
     ///   reference to it is alive while the tensor's host views or the device write it, and nothing
-    ///   else writes it while a host view of the tensor ([`RemoteTensor::host_data`] and friends) is
+    ///   else writes it while a host view of the tensor ([`NpuTensor::host_data`] and friends) is
     ///   alive.
-    pub(crate) unsafe fn import_host(
+    unsafe fn import_host(
         &self,
         ptr: *mut c_void,
         byte_len: usize,
@@ -199,7 +205,7 @@ impl NpuContext {
         element_type: ElementType,
         shape: Shape,
         tensor_type: TensorType,
-    ) -> Result<RemoteTensor> {
+    ) -> Result<Made> {
         let needed = tensor_bytes(element_type, &shape)?;
         if ptr.is_null() {
             return Err(Error::invalid_argument("CPU_VA: the pointer is null"));
@@ -263,9 +269,6 @@ impl NpuContext {
         // `Context::importUserPtr`); a reused allocation keeps whatever its import was.
         let read_only =
             if imports { tensor_type == TensorType::Input } else { imports::is_read_only(context, known.id) };
-        // SAFETY: the caller guarantees ptr is valid for byte_len ≥ needed bytes until keepalive
-        // is dropped; alignment and size were checked above (or the pointer lies in an allocation
-        // of the plugin's context, which the plugin bounds-checks); the tensor holds keepalive.
         // Held across the call: if the plugin fails after its import succeeded, the pages must stay
         // mapped until that orphaned import is released below.
         let hold = keepalive.clone();
@@ -276,25 +279,19 @@ impl NpuContext {
             }
             other => other.into_iter().collect(),
         };
-        let tensor = unsafe {
-            self.remote_context().create_tensor_raw(
-                element_type,
-                shape,
-                MemType::CpuVa,
-                Some(ptr),
-                Some(tensor_type),
-                keep,
-            )
-        }
-        .map_err(|e| if imports { self.release_orphaned_import(ptr, e) } else { e })?;
+        let properties =
+            TensorProperties { mem_type: MemType::CpuVa, mem_handle: Some(ptr), tensor_type: Some(tensor_type) };
+        // SAFETY: the caller guarantees ptr is valid for byte_len ≥ needed bytes until keepalive
+        // is dropped; alignment and size were checked above (or the pointer lies in an allocation
+        // of the plugin's context, which the plugin bounds-checks); the tensor holds keepalive.
+        let tensor =
+            unsafe { self.remote_context().create_tensor_over(element_type, shape, properties, keep, read_only) }
+                .map_err(|e| if imports { self.release_orphaned_import(ptr, e) } else { e })?;
         drop(hold);
-        if read_only {
-            tensor.handle.mark_read_only_for_device();
-            if imports {
-                imports::record_read_only(context, l0.memory_properties(ptr)?.id, &tensor.handle);
-            }
+        if read_only && imports {
+            imports::record_read_only(context, l0.memory_properties(ptr)?.id, &tensor.handle);
         }
-        Ok(tensor)
+        Ok(Made { remote: tensor, va: ptr, exclusive: true })
     }
 
     /// After a failed CPU_VA tensor over memory the NPU did not know: the NPU plugin throws without
@@ -335,7 +332,7 @@ impl NpuContext {
         tensor_type: TensorType,
         memory: Vec<KeepAlive>,
         exclusive: bool,
-    ) -> Result<RemoteTensor> {
+    ) -> Result<Made> {
         let needed = tensor_bytes(element_type, &shape)?;
         if !self.capabilities().fd_import {
             return Err(Error::unsupported(Path::DmaBuf, "the NPU driver cannot import dma-buf fds").explain(format!(
@@ -378,10 +375,9 @@ impl NpuContext {
                 // SAFETY: live.va is the driver's mapping of the whole buffer (live.len bytes),
                 // valid while the first import lives, which `owner` keeps alive; host views are
                 // disabled below, and the caller's other accesses go through the exporter.
-                let mut tensor =
+                let made =
                     unsafe { self.import_host(live.va, live.len, Some(owner), element_type, shape, tensor_type) }?;
-                tensor.exclusive_memory = false;
-                Ok(tensor)
+                Ok(Made { exclusive: false, ..made })
             }
             DmaBufClaim::Import(record) => {
                 // Dropped in this order after OpenVINO freed the tensor: a fresh export's fd
@@ -394,7 +390,7 @@ impl NpuContext {
                 // request let go of it, and then closed once. If the call fails, the keep-alives are
                 // dropped (the fd closed) before this returns. Host views are allowed only when the
                 // caller says the tensor is the memory's only way in.
-                let mut tensor = unsafe {
+                let tensor = unsafe {
                     self.remote_context().create_tensor_raw(
                         element_type,
                         shape,
@@ -404,9 +400,9 @@ impl NpuContext {
                         keep,
                     )
                 }?;
-                record.publish(&tensor.handle, tensor.params()?.mem_handle, available);
-                tensor.exclusive_memory = exclusive;
-                Ok(tensor)
+                let va = tensor.params()?.mem_handle;
+                record.publish(&tensor.handle, va, available);
+                Ok(Made { remote: tensor, va, exclusive: true })
             }
         }
     }
@@ -446,148 +442,5 @@ impl Drop for ImportedPages {
         if still_imported {
             std::mem::forget(self.owner.take());
         }
-    }
-}
-
-impl DmaBufFd {
-    fn raw(&self) -> RawFd {
-        match self {
-            DmaBufFd::Owned(fd) => fd.as_raw_fd(),
-            DmaBufFd::Borrowed(raw) => *raw,
-        }
-    }
-
-    /// What the tensor must keep to keep the fd open: a fresh export's fd (a borrowed fd is kept
-    /// open by the memory, which the tensor keeps anyway).
-    fn into_keepalive(self) -> Option<KeepAlive> {
-        match self {
-            DmaBufFd::Owned(fd) => Some(Arc::new(fd)),
-            DmaBufFd::Borrowed(_) => None,
-        }
-    }
-}
-
-/// `Ok` when `fd` refers to an open file (fstat succeeds).
-pub(crate) fn check_open(fd: RawFd) -> Result<()> {
-    // SAFETY: a zeroed stat is a valid output buffer; fstat only writes into it.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on any integer is safe; it fails with EBADF for a number that is not open.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        let err = std::io::Error::last_os_error();
-        return Err(Error::new(
-            ErrorKind::InvalidArgument,
-            format!(
-                "dma-buf fd {fd} is not an open file descriptor ({err}); pass an fd exported by the GPU \
-                 (e.g. L0Allocation::export_dma_buf) and keep it open until it is handed over"
-            ),
-        )
-        .with_source(err));
-    }
-    Ok(())
-}
-
-/// The size of the buffer behind `fd` and its identity (device, inode): `fstat`'s size (memfds,
-/// files) or, for real dma-bufs (whose `st_size` is 0), `lseek(SEEK_END)`; the file offset is restored.
-pub(crate) fn fd_buffer(raw: RawFd) -> Result<(usize, (u64, u64))> {
-    // SAFETY: as in check_open.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat writes into `st` only.
-    if unsafe { libc::fstat(raw, &mut st) } != 0 {
-        return Err(Error::io(format!("fstat of dma-buf fd {raw}"), std::io::Error::last_os_error()));
-    }
-    let mut size = usize::try_from(st.st_size).unwrap_or(0);
-    if size == 0 {
-        // SAFETY: lseek on an open fd; the old offset is restored right after.
-        let cur = unsafe { libc::lseek(raw, 0, libc::SEEK_CUR) };
-        if cur >= 0 {
-            // SAFETY: as above.
-            let end = unsafe { libc::lseek(raw, 0, libc::SEEK_END) };
-            // SAFETY: restores the offset read above.
-            unsafe { libc::lseek(raw, cur, libc::SEEK_SET) };
-            if end > 0 {
-                size = end as usize;
-            }
-        }
-    }
-    Ok((size, (st.st_dev, st.st_ino)))
-}
-
-impl RemoteTensor {
-    /// A read view of an **NPU** remote tensor's memory as `T` elements, through the virtual
-    /// address OpenVINO reports as `MEM_HANDLE` (L0 host memory, the CPU_VA pages, or the host
-    /// mapping of an imported dma-buf: host-visible in every case).
-    ///
-    /// Only for tensors whose memory is reached through the tensor alone: L0 host tensors, CPU_VA
-    /// tensors over a moved-in [`PageAlignedBuffer`](super::PageAlignedBuffer), the strategies' shared tensors. A tensor from
-    /// [`NpuContext::import`] of a caller's dma-buf fd has none: its exporter can write the pages under the view.
-    ///
-    /// Like [`Tensor::data`](crate::openvino::Tensor::data): the view cannot be taken while an
-    /// inference that uses the tensor runs, and no inference can start while it lives. The tensor
-    /// owns (or keeps alive) the memory, so the view cannot outlive it.
-    ///
-    /// Reading an [`TensorType::Input`] L0 host tensor works but is very slow on real hardware
-    /// (write-combined memory).
-    ///
-    /// # Errors
-    /// [`Unsupported { path: Path::HostView }`](ErrorKind::Unsupported) for tensors of other devices
-    /// and for dma-buf tensors made from a caller's fd; [`ElementType`](ErrorKind::ElementType)
-    /// when `T` does not match; usage errors as above.
-    pub fn host_data<T: Element>(&self) -> Result<TensorData<'_, T>> {
-        let va = self.npu_host_va()?;
-        // SAFETY: va is the host-visible memory of this NPU tensor, valid for its byte size while
-        // the tensor (which owns or keeps alive the memory) lives.
-        unsafe { self.handle.data_at::<T>(va, false) }
-    }
-
-    /// A read view of the raw bytes, whatever the element type; see [`host_data`](Self::host_data).
-    pub fn host_bytes(&self) -> Result<TensorBytes<'_>> {
-        let va = self.npu_host_va()?;
-        // SAFETY: as in host_data.
-        unsafe { self.handle.data_at::<u8>(va, true) }
-    }
-
-    /// A write view of the raw bytes; see [`host_data_mut`](Self::host_data_mut).
-    pub fn host_bytes_mut(&mut self) -> Result<TensorBytesMut<'_>> {
-        let va = self.npu_host_va()?;
-        // SAFETY: as in host_data_mut.
-        unsafe { self.handle.data_mut_at::<u8>(va, true) }
-    }
-
-    /// A write view; see [`host_data`](Self::host_data). Writes are seen by the next inference
-    /// of every request this tensor is bound to, without rebinding.
-    pub fn host_data_mut<T: Element>(&mut self) -> Result<TensorDataMut<'_, T>> {
-        let va = self.npu_host_va()?;
-        // SAFETY: as in host_data; exclusivity against other views and inferences is enforced by
-        // the tensor's use state.
-        unsafe { self.handle.data_mut_at::<T>(va, false) }
-    }
-
-    fn npu_host_va(&self) -> Result<*mut c_void> {
-        if !self.exclusive_memory {
-            return Err(Error::unsupported(
-                Path::HostView,
-                "this tensor's memory stays its exporter's (a dma-buf fd, or device memory exported elsewhere)",
-            )
-            .explain(
-                "the exporter (or another fd of the buffer) can write the pages at any time, so a host view (a Rust \
-                 slice) of them could change under its reader. Read and write the data through the exporter \
-                 (L0Allocation::read/write, a SYCL queue); the next inference sees such writes without rebinding",
-            ));
-        }
-        let device = self.context().device_name()?;
-        if !device.starts_with("NPU") {
-            return Err(Error::unsupported(
-                Path::HostView,
-                format!("only NPU remote tensors have host-visible memory; this one belongs to {device:?}"),
-            ));
-        }
-        let p = self.params()?;
-        if p.mem_type.is_none() || p.mem_handle.is_null() {
-            return Err(Error::unsupported(
-                Path::HostView,
-                format!("the remote tensor reports no usable MEM_HANDLE/MEM_TYPE ({:?})", p.raw),
-            ));
-        }
-        Ok(p.mem_handle)
     }
 }

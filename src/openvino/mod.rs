@@ -54,7 +54,6 @@ pub use self::compiled_model::CompiledModel;
 pub use self::core::{Core, DeviceVersion};
 pub use self::element_type::{Element, ElementType, F16};
 pub use self::external::{ExternalContext, ExternalTensor, TensorProperties};
-#[cfg(feature = "sycl")]
 pub(crate) use self::infer_request::sealed::Sealed as BindableSealed;
 pub use self::infer_request::{Bindable, InferRequest};
 pub use self::library::{library_path, load, OPENVINO_C_ENV};
@@ -63,8 +62,9 @@ pub use self::properties::{parse_params, Properties};
 pub use self::remote_context::RemoteContext;
 pub use self::remote_tensor::{MemType, RemoteTensor, RemoteTensorParams, TensorType};
 pub use self::shape::Shape;
-#[cfg(feature = "sycl")]
 pub(crate) use self::tensor::TensorHandle;
+#[cfg(feature = "sycl")]
+pub(crate) use self::tensor::TensorUse;
 pub use self::tensor::{Tensor, TensorBytes, TensorBytesMut, TensorData, TensorDataMut};
 
 /// Keeps something alive for as long as a tensor (or anything else holding it) lives: an owner of

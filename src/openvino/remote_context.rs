@@ -205,7 +205,7 @@ impl RemoteContext {
     ///   valid until this tensor, its clones and every request it was bound to are dropped.
     /// - Nothing else writes the memory while an inference that uses the tensor runs, unless the
     ///   caller synchronises that itself.
-    /// - While a host view of the tensor ([`RemoteTensor::host_data`] and friends) is alive, no
+    /// - While a host view of the tensor (made by the layer that knows its memory) is alive, no
     ///   other Rust reference to the memory exists and nothing else writes it: the memory is reached
     ///   only through this tensor, or the caller serialises every other access with the views.
     pub unsafe fn create_tensor_raw(
@@ -217,30 +217,43 @@ impl RemoteContext {
         tensor_type: Option<TensorType>,
         keepalive: Vec<KeepAlive>,
     ) -> Result<RemoteTensor> {
-        let shape = shape.into();
+        let properties = TensorProperties { mem_type, mem_handle, tensor_type };
+        // SAFETY: the caller's contract.
+        unsafe { self.create_tensor_over(element_type, shape.into(), properties, keepalive, false) }
+    }
+
+    /// [`create_tensor_raw`](Self::create_tensor_raw) of memory the device may only read, when
+    /// `read_only_for_device` (the NPU driver imports it read-only): the tensor then cannot be bound
+    /// where an inference writes.
+    ///
+    /// # Safety
+    /// As [`create_tensor_raw`](Self::create_tensor_raw).
+    pub(crate) unsafe fn create_tensor_over(
+        &self,
+        element_type: ElementType,
+        shape: Shape,
+        properties: TensorProperties,
+        keepalive: Vec<KeepAlive>,
+        read_only_for_device: bool,
+    ) -> Result<RemoteTensor> {
+        let TensorProperties { mem_type, mem_handle, tensor_type } = properties;
         let mut keep = keepalive;
         keep.push(self.keepalive());
         let handle = match self.external_context() {
             Some(c) => {
-                let properties = TensorProperties { mem_type, mem_handle, tensor_type };
                 // SAFETY: the caller's contract is the one `create_tensor` asks for.
-                TensorHandle::from_external(unsafe { c.create_tensor(element_type, &shape, &properties) }?, keep)
+                let t = unsafe { c.create_tensor(element_type, &shape, &properties) }?;
+                TensorHandle::from_external(t, keep, read_only_for_device)
             }
             None => {
                 // SAFETY: the caller's contract.
                 let t = unsafe { self.create_native_tensor(element_type, &shape, mem_type, mem_handle, tensor_type) }?;
                 // SAFETY: t is a new tensor nobody else owns; keep holds the context and (caller's
                 // contract) the wrapped memory.
-                unsafe { TensorHandle::from_raw(t, keep) }?
+                unsafe { TensorHandle::from_raw_remote(t, keep, read_only_for_device) }?
             }
         };
-        Ok(RemoteTensor {
-            handle,
-            context: self.clone(),
-            exclusive_memory: true,
-            #[cfg(feature = "sycl")]
-            sycl_origin: None,
-        })
+        Ok(RemoteTensor { handle, context: self.clone() })
     }
 
     /// `ov_remote_context_create_tensor_props`: a new `ov_tensor_t` the caller owns.

@@ -103,21 +103,13 @@ pub struct RemoteTensorParams {
 /// A tensor over device-visible memory, created by a [`RemoteContext`].
 ///
 /// It keeps its context (and so the core) alive, and whatever memory owner it was given at
-/// creation. Its memory is not reachable through `ov_tensor_data`; use
-/// [`params`](Self::params)`.mem_handle` (the VA) through the layer that owns the memory.
+/// creation. Its memory is not reachable through `ov_tensor_data`: the layer that made it knows
+/// the memory (for the NPU paths, the NPU tensor and its host views).
 /// Cloning is cheap and shares the tensor.
 #[derive(Clone)]
 pub struct RemoteTensor {
     pub(crate) handle: Arc<TensorHandle>,
     pub(crate) context: RemoteContext,
-    /// Whether the memory is reachable only through this tensor (and its clones and the requests
-    /// it is bound to), so that its host views cannot alias another writer. `false` for dma-buf
-    /// tensors made from a caller's fd: the exporter (and any other fd of the buffer) can still
-    /// write the pages, so a host view of them is refused.
-    pub(crate) exclusive_memory: bool,
-    /// The SYCL memory the tensor was imported from, if any.
-    #[cfg(feature = "sycl")]
-    pub(crate) sycl_origin: Option<crate::memory::SyclOrigin>,
 }
 
 impl RemoteTensor {

@@ -6,7 +6,6 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use openvino_sys as sys;
@@ -33,9 +32,9 @@ struct UseState {
 pub struct TensorHandle {
     raw: Raw,
     state: Mutex<UseState>,
-    /// The device may only read the memory: the NPU driver imported it read-only (a CPU_VA import
-    /// made for `TensorType::Input`), so it must never be bound where an inference writes.
-    read_only_for_device: AtomicBool,
+    /// The device may only read the memory (the NPU driver imported it read-only), so it must never
+    /// be bound where an inference writes. Fixed when the tensor is made.
+    read_only_for_device: bool,
     // Dropped after `ptr` is freed (fields drop after `Drop::drop`).
     _keepalive: Vec<KeepAlive>,
 }
@@ -64,29 +63,43 @@ impl TensorHandle {
     /// everything its memory depends on.
     pub(crate) unsafe fn from_raw(ptr: *mut sys::ov_tensor_t, keepalive: Vec<KeepAlive>) -> Result<Arc<Self>> {
         let ptr = NonNull::new(ptr).ok_or_else(|| Error::invalid_argument("OpenVINO returned a null tensor"))?;
-        Ok(Self::new(Raw::Native(ptr), keepalive))
+        Ok(Self::new(Raw::Native(ptr), keepalive, false))
     }
 
     /// Takes a tensor of another binding; `keepalive` as in [`from_raw`](Self::from_raw).
-    pub(crate) fn from_external(tensor: Box<dyn ExternalTensor>, keepalive: Vec<KeepAlive>) -> Arc<Self> {
-        Self::new(Raw::External(tensor), keepalive)
+    pub(crate) fn from_external(
+        tensor: Box<dyn ExternalTensor>,
+        keepalive: Vec<KeepAlive>,
+        read_only_for_device: bool,
+    ) -> Arc<Self> {
+        Self::new(Raw::External(tensor), keepalive, read_only_for_device)
     }
 
-    fn new(raw: Raw, keepalive: Vec<KeepAlive>) -> Arc<Self> {
+    /// A remote tensor's handle: [`from_raw`](Self::from_raw), with whether the device may only
+    /// read the memory.
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw).
+    pub(crate) unsafe fn from_raw_remote(
+        ptr: *mut sys::ov_tensor_t,
+        keepalive: Vec<KeepAlive>,
+        read_only_for_device: bool,
+    ) -> Result<Arc<Self>> {
+        let ptr = NonNull::new(ptr).ok_or_else(|| Error::invalid_argument("OpenVINO returned a null tensor"))?;
+        Ok(Self::new(Raw::Native(ptr), keepalive, read_only_for_device))
+    }
+
+    fn new(raw: Raw, keepalive: Vec<KeepAlive>, read_only_for_device: bool) -> Arc<Self> {
         Arc::new(TensorHandle {
             raw,
             state: Mutex::new(UseState::default()),
-            read_only_for_device: AtomicBool::new(false),
+            read_only_for_device,
             _keepalive: keepalive,
         })
     }
 
-    pub(crate) fn mark_read_only_for_device(&self) {
-        self.read_only_for_device.store(true, Ordering::Release);
-    }
-
     pub(crate) fn is_read_only_for_device(&self) -> bool {
-        self.read_only_for_device.load(Ordering::Acquire)
+        self.read_only_for_device
     }
 
     /// The `ov_tensor_t`; null for a tensor of another binding.
@@ -188,13 +201,14 @@ impl TensorHandle {
     pub(crate) fn begin_inference(&self, what: &dyn fmt::Display, writes: bool) -> Result<()> {
         let mut s = self.lock();
         if s.writer || s.readers > 0 {
-            return Err(Error::invalid_argument(format!(
-                "{what} is borrowed by a data view (Tensor::data/data_mut/bytes); drop the view before \
-                 running an inference that uses the tensor"
+            return Err(Error::busy(format!(
+                "{what} is held by a data view (Tensor::data/bytes, NpuTensor::host_data/host_bytes) or a SYCL \
+                 access (a pending SharedTensor::write_async/read_async, a sycl_mut guard); drop or wait for it \
+                 before running an inference that uses the tensor"
             )));
         }
         if s.device_writer || (writes && s.in_flight > 0) {
-            return Err(Error::invalid_argument(format!(
+            return Err(Error::busy(format!(
                 "{what} is used by another running inference{}, and this one would {} it: the two would race on \
                  the memory; wait for the other request first, or give each request its own output tensor",
                 if s.device_writer { " that writes it" } else { "" },
@@ -217,13 +231,13 @@ impl TensorHandle {
     fn acquire(&self, write: bool) -> Result<()> {
         let mut s = self.lock();
         if s.in_flight > 0 {
-            return Err(Error::invalid_argument(
+            return Err(Error::busy(
                 "the tensor is in use by a running inference; wait for it (InferRequest::wait) first",
             ));
         }
         if s.writer || (write && s.readers > 0) {
-            return Err(Error::invalid_argument(
-                "the tensor's data is already borrowed (a clone of this tensor holds a data view)",
+            return Err(Error::busy(
+                "the tensor's data is already borrowed (a clone of this tensor holds a data view or a SYCL access)",
             ));
         }
         if write {
@@ -249,38 +263,39 @@ impl TensorHandle {
             self.element_type()?.check::<T>("the tensor")?;
         }
         let p = self.data_ptr()?;
-        // Already checked: view_ptr need not check the element type again.
-        self.view_ptr(p, true, write)
+        let bytes = self.byte_size()?;
+        self.view_ptr(p, bytes, write)
     }
 
-    /// A checked read view of this tensor's memory at `p`, for tensors whose host-visible memory
-    /// is found another way than `ov_tensor_data` (NPU remote tensors: their `MEM_HANDLE`).
-    ///
-    /// `raw` skips the element type check (byte views).
+    /// A read view of this tensor's `bytes` bytes at `p`, for tensors whose host-visible memory is
+    /// found another way than `ov_tensor_data` (NPU remote tensors). The caller checked `T`.
     ///
     /// # Safety
-    /// `p` is this tensor's memory: host-visible and valid for its byte size while `self` lives.
-    pub(crate) unsafe fn data_at<T: Element>(&self, p: *mut c_void, raw: bool) -> Result<TensorData<'_, T>> {
-        let (ptr, len) = self.view_ptr::<T>(p, raw, false)?;
+    /// `p` is this tensor's memory: host-visible and valid for `bytes` bytes while `self` lives.
+    pub(crate) unsafe fn data_at<T: Element>(&self, p: *mut c_void, bytes: usize) -> Result<TensorData<'_, T>> {
+        let (ptr, len) = self.view_ptr::<T>(p, bytes, false)?;
         Ok(TensorData { handle: self, ptr, len, _p: PhantomData })
     }
 
-    /// A checked write view of this tensor's memory at `p`; see [`data_at`](Self::data_at).
+    /// A write view of this tensor's memory at `p`; see [`data_at`](Self::data_at).
     ///
     /// # Safety
     /// As [`data_at`](Self::data_at).
-    pub(crate) unsafe fn data_mut_at<T: Element>(&self, p: *mut c_void, raw: bool) -> Result<TensorDataMut<'_, T>> {
-        let (ptr, len) = self.view_ptr::<T>(p, raw, true)?;
+    pub(crate) unsafe fn data_mut_at<T: Element>(&self, p: *mut c_void, bytes: usize) -> Result<TensorDataMut<'_, T>> {
+        let (ptr, len) = self.view_ptr::<T>(p, bytes, true)?;
         Ok(TensorDataMut { handle: self, ptr, len, _p: PhantomData })
     }
 
-    /// Pointer and element count for a view of `T` at `p`; `unchecked_type` skips the element
-    /// type check (byte views, or already checked).
-    fn view_ptr<T: Element>(&self, p: *mut c_void, unchecked_type: bool, write: bool) -> Result<(NonNull<T>, usize)> {
-        if !unchecked_type {
-            self.element_type()?.check::<T>("the tensor")?;
-        }
-        let bytes = self.byte_size()?;
+    /// The data-use state without a view (reads shared, one writer): held by code that reaches the
+    /// memory another way (SYCL copies), so that no inference overlaps it.
+    #[cfg(feature = "sycl")]
+    pub(crate) fn begin_use(&self, write: bool) -> Result<TensorUse<'_>> {
+        self.acquire(write)?;
+        Ok(TensorUse { handle: self, write })
+    }
+
+    /// Pointer and element count for a view of `T` over `bytes` bytes at `p`.
+    fn view_ptr<T: Element>(&self, p: *mut c_void, bytes: usize, write: bool) -> Result<(NonNull<T>, usize)> {
         let len = bytes / std::mem::size_of::<T>();
         let p = if len == 0 {
             NonNull::dangling()
@@ -294,6 +309,20 @@ impl TensorHandle {
         };
         self.acquire(write)?;
         Ok((p, len))
+    }
+}
+
+/// A tensor's data-use state held without a view ([`TensorHandle::begin_use`]); released on drop.
+#[cfg(feature = "sycl")]
+pub(crate) struct TensorUse<'a> {
+    handle: &'a TensorHandle,
+    write: bool,
+}
+
+#[cfg(feature = "sycl")]
+impl Drop for TensorUse<'_> {
+    fn drop(&mut self) {
+        self.handle.release(self.write);
     }
 }
 

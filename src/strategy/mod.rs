@@ -4,7 +4,7 @@
 //!
 //! A [`Strategy`] is data: which way ([`StrategyKind`]), the NPU context, the SYCL queue (and so
 //! context) and device. Every strategy produces a [`SharedTensor`]: the SYCL memory (or, for
-//! `NpuToSycl`, the plugin's memory), the NPU [`RemoteTensor`] over
+//! `NpuToSycl`, the plugin's memory), the [`NpuTensor`] over
 //! it (made by the one import call, [`NpuContext::import`](crate::npu::NpuContext::import)), and the queue its SYCL copies use.
 //! A program's own SYCL memory becomes a shared tensor the same way, without a strategy:
 //! `SharedTensor::new(&queue, npu.import(usm, ..)?)`.
@@ -26,7 +26,7 @@
 //!      ▼                       ▼                               ▼
 //! CompiledModel          RemoteContext ──▶ Core           sycl::Context ──keep──▶ Level Zero context (card path)
 //! ```
-//! - The NPU [`RemoteTensor`] holds the SYCL allocation in its keep-alive list, so the memory is
+//! - The [`NpuTensor`] holds the SYCL allocation in its keep-alive list, so the memory is
 //!   freed only after OpenVINO freed the tensor **and** every [`InferRequest`](crate::openvino::InferRequest)
 //!   that bound it let go of it (a request keeps each bound tensor until it was rebound and the
 //!   next inference finished).
@@ -40,8 +40,8 @@
 //!
 //! # SYCL access never overlaps an inference
 //! [`SharedTensor::write`], [`read`](SharedTensor::read), the copies and the
-//! [`SyclAccess`] guard take the remote tensor's data-use state for their duration (as
-//! [`RemoteTensor::host_data`](crate::openvino::RemoteTensor::host_data) does): they fail while an
+//! [`sycl_mut`](SharedTensor::sycl_mut) guard take the tensor's data-use state for their duration (as
+//! [`NpuTensor::host_data`](crate::npu::NpuTensor::host_data) does): they fail while an
 //! inference that uses the tensor runs, and an inference cannot start while they run. A SYCL write
 //! after binding is seen by the next inference without rebinding.
 //!
@@ -93,12 +93,13 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 pub use self::auto::{Auto, AutoDecision};
-pub use self::shared_tensor::{PendingSycl, SharedTensor, SyclAccess};
+pub use self::shared_tensor::{PendingSycl, SharedTensor};
 
 use crate::error::{Error, Path, Result};
 use crate::level_zero;
-use crate::npu::{self, NpuContext, PageAlignedBuffer, PAGE_SIZE};
-use crate::openvino::{ElementType, RemoteTensor, Shape, TensorType};
+use crate::memory::{round_up_to_page, tensor_bytes, PageAlignedBuffer, PAGE_SIZE};
+use crate::npu::{NpuContext, NpuTensor};
+use crate::openvino::{ElementType, Shape, TensorType};
 use crate::sycl::{self, ExportableDeviceMemory, Queue, UsmBuffer, UsmKind};
 
 /// The ways a SYCL buffer and an NPU tensor can share memory, in [`Auto`]'s order.
@@ -352,7 +353,7 @@ impl Strategy {
                 let ptr = NonNull::new(buffer.as_mut_ptr().cast::<u8>()).expect("a mapping is never null");
                 // The mapping does not move with the buffer: `ptr` stays valid while the tensor keeps it.
                 let tensor = self.npu.import(buffer, element_type, shape, tensor_type)?;
-                SharedTensor::over(self.kind, &self.queue, tensor, self.zero_copy, ptr, len)
+                Ok(SharedTensor::over(self.kind, &self.queue, tensor, self.zero_copy, ptr, len))
             }
             StrategyKind::NpuExport => {
                 // NPU memory made exportable in the crate's own NPU context; the plugin imports one
@@ -378,17 +379,17 @@ impl Strategy {
                         )
                         .with_source(e)
                 })?;
-                SharedTensor::over_imported(self.kind, &self.queue, tensor, imported)
+                Ok(SharedTensor::over_imported(self.kind, &self.queue, tensor, imported))
             }
             StrategyKind::NpuToSycl => {
                 let tensor = self.npu.l0_host_tensor(element_type, shape, tensor_type)?;
-                let ptr = host_va(&tensor)?;
-                SharedTensor::over(self.kind, &self.queue, tensor, false, ptr, 0)
+                let ptr = NonNull::new(tensor.host_va()?.cast::<u8>()).expect("the import checked the address");
+                Ok(SharedTensor::over(self.kind, &self.queue, tensor, false, ptr, 0))
             }
         }
     }
 
-    fn shared(&self, tensor: RemoteTensor) -> Result<SharedTensor> {
+    fn shared(&self, tensor: NpuTensor) -> Result<SharedTensor> {
         SharedTensor::over_sycl_memory(self.kind, &self.queue, tensor)
     }
 
@@ -400,7 +401,7 @@ impl Strategy {
         let n = t.byte_size();
         let down: Vec<u8> = (0..n).map(|i| (i.wrapping_mul(31) ^ 0x5a) as u8).collect();
         t.write(0, &down)?;
-        let seen = t.remote_tensor().host_bytes()?.to_vec();
+        let seen = t.npu_tensor().host_bytes()?.to_vec();
         if seen != down {
             return Err(Error::unsupported(
                 kind.path(),
@@ -413,7 +414,7 @@ impl Strategy {
         }
         let up: Vec<u8> = down.iter().map(|b| !b).collect();
         {
-            let mut tensor = t.remote_tensor().clone();
+            let mut tensor = t.npu_tensor().clone();
             tensor.host_bytes_mut()?.copy_from_slice(&up);
         }
         let back: Vec<u8> = t.read_to_vec()?;
@@ -438,20 +439,14 @@ fn first_difference(a: &[u8], b: &[u8]) -> usize {
 /// The byte size of a tensor, checked as for the NPU's own paths (a fixed-size element type, a
 /// non-empty shape), and that size rounded up to whole pages for the SYCL allocation.
 pub(crate) fn sizes(element_type: ElementType, shape: &Shape) -> Result<(usize, usize)> {
-    let bytes = npu::tensor_bytes(element_type, shape)?;
+    let bytes = tensor_bytes(element_type, shape)?;
     let rounded =
-        npu::round_up_to_page(bytes).ok_or_else(|| Error::size("a page-rounded SYCL allocation", bytes, usize::MAX))?;
+        round_up_to_page(bytes).ok_or_else(|| Error::size("a page-rounded SYCL allocation", bytes, usize::MAX))?;
     Ok((bytes, rounded))
 }
 
 /// The shape of the probe tensor: 4096 bytes.
 const PROBE_SHAPE: [usize; 1] = [PAGE_SIZE];
-
-fn host_va(tensor: &RemoteTensor) -> Result<NonNull<u8>> {
-    let p = tensor.params()?;
-    NonNull::new(p.mem_handle.cast::<u8>())
-        .ok_or_else(|| Error::invalid_argument(format!("the NPU's L0 host tensor reports no MEM_HANDLE ({:?})", p.raw)))
-}
 
 fn no_sysmem_import(path: Path, npu: &NpuContext) -> Error {
     Error::unsupported(path, "the NPU driver cannot import system memory").explain(format!(

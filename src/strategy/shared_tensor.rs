@@ -1,5 +1,5 @@
-//! [`SharedTensor`]: one buffer seen by SYCL (through the queue it remembers) and by the NPU (a
-//! remote tensor it binds as), and [`SyclAccess`], exclusive SYCL access to it.
+//! [`SharedTensor`]: one buffer seen by SYCL (through the queue it remembers) and by the NPU (the
+//! [`NpuTensor`] it binds as).
 
 use std::fmt;
 use std::mem::size_of_val;
@@ -9,14 +9,13 @@ use std::sync::Arc;
 use super::{shared_system_not_reached, StrategyKind};
 use crate::error::{Error, Result};
 use crate::memory::MemoryKind;
-use crate::openvino::{
-    BindableSealed, ElementType, InferRequest, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorHandle,
-};
-use crate::sycl::{self, Pod, Queue, SyclMemory};
+use crate::npu::NpuTensor;
+use crate::openvino::{BindableSealed, ElementType, InferRequest, RemoteTensor, Shape, TensorHandle, TensorUse};
+use crate::sycl::{self, LentMemory, Pod, Queue, SyclMemory};
 
 /// One buffer seen by SYCL and by the NPU: the SYCL memory (USM, exportable device memory, or for
-/// `NpuToSycl` the plugin's host memory), the NPU [`RemoteTensor`] over it, and everything both
-/// need.
+/// `NpuToSycl` the plugin's host memory), the [`NpuTensor`] over it, and everything both need.
+/// Its SYCL operations ask nothing of OpenVINO: the tensor's facts were fixed when it was made.
 ///
 /// # SYCL side
 /// [`write`](Self::write), [`read`](Self::read), [`read_to_vec`](Self::read_to_vec),
@@ -36,22 +35,21 @@ use crate::sycl::{self, Pod, Queue, SyclMemory};
 /// keeps the remote tensor. Dropping the `SharedTensor` before or after the request, the strategy,
 /// the SYCL context, the NPU context or the Core is sound: the memory is freed once nothing uses it.
 pub struct SharedTensor {
-    tensor: RemoteTensor,
+    tensor: NpuTensor,
     kind: StrategyKind,
     zero_copy: bool,
     /// The address SYCL uses: USM, a device pointer, or the plugin's host VA (`NpuToSycl`).
     ptr: NonNull<u8>,
-    byte_size: usize,
     allocation_len: usize,
     queue: Arc<Queue>,
     /// `NpuExport`: the SYCL import of the NPU's dma-buf (the SYCL side of the memory).
     _imported: Option<sycl::ImportedMemory>,
 }
 
-// SAFETY: `ptr` is only an address of memory owned by the remote tensor's keep-alive (or by the
-// plugin, through the tensor); it is used only by methods that hold the tensor's data-use state
-// (so never concurrently with an inference or with a `&mut` access), through a queue that waits.
-// The other fields are `Send + Sync` (`RemoteTensor`, `Arc<Queue>`).
+// SAFETY: `ptr` is only an address of memory owned by the tensor's keep-alive (or by the plugin,
+// through the tensor); it is used only by methods that hold the tensor's data-use state (so never
+// concurrently with an inference or with a `&mut` access), through a queue that waits. The other
+// fields are `Send + Sync` (`NpuTensor`, `Arc<Queue>`, `ImportedMemory`).
 unsafe impl Send for SharedTensor {}
 // SAFETY: see `Send`; `&self` methods only read through the queue under the tensor's read state.
 unsafe impl Sync for SharedTensor {}
@@ -61,7 +59,6 @@ impl fmt::Debug for SharedTensor {
         f.debug_struct("SharedTensor")
             .field("kind", &self.kind)
             .field("sycl_ptr", &self.ptr)
-            .field("byte_size", &self.byte_size)
             .field("allocation_len", &self.allocation_len)
             .field("tensor", &self.tensor)
             .finish()
@@ -77,8 +74,8 @@ impl SharedTensor {
     /// # Errors
     /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) when the tensor was not imported from
     /// SYCL memory, or its memory belongs to another SYCL context than the queue.
-    pub fn new(queue: &Arc<Queue>, tensor: RemoteTensor) -> Result<SharedTensor> {
-        let kind = match tensor.sycl_origin.as_ref().map(|o| o.kind) {
+    pub fn new(queue: &Arc<Queue>, tensor: NpuTensor) -> Result<SharedTensor> {
+        let kind = match tensor.sycl_origin().map(|o| o.kind) {
             Some(MemoryKind::SyclExportable) => StrategyKind::DmaBuf,
             _ => StrategyKind::CpuVa,
         };
@@ -86,12 +83,8 @@ impl SharedTensor {
     }
 
     /// `tensor`, imported from SYCL memory of `queue`'s context, reached by SYCL at that memory.
-    pub(crate) fn over_sycl_memory(
-        kind: StrategyKind,
-        queue: &Arc<Queue>,
-        tensor: RemoteTensor,
-    ) -> Result<SharedTensor> {
-        let Some(origin) = tensor.sycl_origin.clone() else {
+    pub(crate) fn over_sycl_memory(kind: StrategyKind, queue: &Arc<Queue>, tensor: NpuTensor) -> Result<SharedTensor> {
+        let Some(origin) = tensor.sycl_origin().cloned() else {
             return Err(Error::invalid_argument(
                 "SharedTensor::new: the tensor was not imported from SYCL memory (import a UsmBuffer or \
                  ExportableDeviceMemory with NpuContext::import)",
@@ -103,29 +96,19 @@ impl SharedTensor {
             ));
         }
         let ptr = NonNull::new(origin.addr as *mut u8).expect("SYCL memory is never null");
-        Self::over(kind, queue, tensor, true, ptr, origin.len)
+        Ok(Self::over(kind, queue, tensor, true, ptr, origin.len))
     }
 
     /// The one constructor: `tensor` reached by SYCL at `ptr` (zero-copy or by copies).
     pub(crate) fn over(
         kind: StrategyKind,
         queue: &Arc<Queue>,
-        tensor: RemoteTensor,
+        tensor: NpuTensor,
         zero_copy: bool,
         ptr: NonNull<u8>,
         allocation_len: usize,
-    ) -> Result<SharedTensor> {
-        let byte_size = tensor.byte_size()?;
-        Ok(SharedTensor {
-            tensor,
-            kind,
-            zero_copy,
-            ptr,
-            byte_size,
-            allocation_len,
-            queue: Arc::clone(queue),
-            _imported: None,
-        })
+    ) -> SharedTensor {
+        SharedTensor { tensor, kind, zero_copy, ptr, allocation_len, queue: Arc::clone(queue), _imported: None }
     }
 
     /// NPU memory (`tensor`) that SYCL reaches through `imported`, its import of the NPU's
@@ -133,14 +116,12 @@ impl SharedTensor {
     pub(crate) fn over_imported(
         kind: StrategyKind,
         queue: &Arc<Queue>,
-        tensor: RemoteTensor,
+        tensor: NpuTensor,
         mut imported: sycl::ImportedMemory,
-    ) -> Result<SharedTensor> {
+    ) -> SharedTensor {
         let ptr = NonNull::new(imported.as_mut_ptr()).expect("an imported mapping is never null");
         let len = imported.len();
-        let mut t = Self::over(kind, queue, tensor, true, ptr, len)?;
-        t._imported = Some(imported);
-        Ok(t)
+        SharedTensor { _imported: Some(imported), ..Self::over(kind, queue, tensor, true, ptr, len) }
     }
 
     /// Which strategy made it (for a tensor of the program's own SYCL memory: the strategy of that
@@ -155,25 +136,30 @@ impl SharedTensor {
         self.zero_copy
     }
 
-    /// The NPU remote tensor (the shared tensor binds as it). Clones share the tensor (and keep
-    /// the memory alive).
-    pub fn remote_tensor(&self) -> &RemoteTensor {
+    /// The NPU tensor (the shared tensor binds as it). Clones share the tensor (and keep the
+    /// memory alive).
+    pub fn npu_tensor(&self) -> &NpuTensor {
         &self.tensor
     }
 
+    /// The OpenVINO remote tensor under it.
+    pub fn remote_tensor(&self) -> &RemoteTensor {
+        self.tensor.remote()
+    }
+
     /// The tensor's element type.
-    pub fn element_type(&self) -> Result<ElementType> {
+    pub fn element_type(&self) -> ElementType {
         self.tensor.element_type()
     }
 
     /// The tensor's shape.
-    pub fn shape(&self) -> Result<Shape> {
+    pub fn shape(&self) -> &Shape {
         self.tensor.shape()
     }
 
     /// The tensor's byte size: the range [`write`](Self::write)/[`read`](Self::read) address.
     pub fn byte_size(&self) -> usize {
-        self.byte_size
+        self.tensor.byte_size()
     }
 
     /// The size of the underlying SYCL allocation: the byte size rounded up to 4096 (0 for
@@ -205,28 +191,52 @@ impl SharedTensor {
     /// usable with [`Queue::write`], [`Queue::read`], [`Queue::copy`] and [`Queue::fill`]. No
     /// inference that uses the tensor can start while it lives.
     ///
+    /// ```no_run
+    /// # use npu_sycl_bridge::strategy::SharedTensor;
+    /// # use npu_sycl_bridge::sycl::UsmBuffer;
+    /// # fn f(t: &mut SharedTensor, staging: &UsmBuffer) -> npu_sycl_bridge::Result<()> {
+    /// let queue = t.queue().clone();
+    /// let mut access = t.sycl_mut()?;
+    /// queue.copy(staging, &mut access, 4096)?; // SYCL device copy straight into the NPU's input
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// The guard borrows the tensor, so the tensor cannot go away (or be written another way) while
+    /// SYCL has the memory:
+    /// ```compile_fail
+    /// # use npu_sycl_bridge::strategy::SharedTensor;
+    /// # fn f(mut t: SharedTensor) -> npu_sycl_bridge::Result<()> {
+    /// let access = t.sycl_mut()?;
+    /// drop(t);
+    /// drop(access);
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Unsupported { path: NpuToSyclZeroCopy }`](crate::ErrorKind::Unsupported) for `NpuToSycl`
     /// tensors (the memory is not SYCL memory; use [`copy_from`](Self::copy_from) /
     /// [`copy_to`](Self::copy_to)); [`InvalidArgument`](crate::ErrorKind::InvalidArgument) while an
     /// inference uses the tensor or a view of it is alive.
-    pub fn sycl_mut(&mut self) -> Result<SyclAccess<'_>> {
+    pub fn sycl_mut(&mut self) -> Result<LentMemory<'_>> {
         if !self.is_zero_copy() {
             return Err(match self.kind {
                 StrategyKind::SharedSystem => shared_system_not_reached(),
                 _ => super::not_sycl_memory(),
             });
         }
-        let view = self.tensor.host_bytes_mut()?;
-        Ok(SyclAccess { _view: view, ptr: self.ptr, len: self.byte_size, context: self.queue.context() })
+        let using = self.tensor.begin_use(true)?;
+        // SAFETY: `ptr` is SYCL memory of the queue's context (zero-copy strategies only, checked
+        // above) of at least the tensor's byte size, kept alive by the tensor that `using` borrows;
+        // `using` is the tensor's write state, which keeps inferences and views away while held.
+        Ok(unsafe { LentMemory::new(self.ptr, self.tensor.byte_size(), self.queue.context(), using) })
     }
 
     fn check_range(&self, what: &str, byte_offset: usize, bytes: usize) -> Result<()> {
         let end = byte_offset
             .checked_add(bytes)
             .ok_or_else(|| Error::invalid_argument(format!("SharedTensor::{what}: range overflows")))?;
-        if end > self.byte_size {
-            return Err(Error::size(format!("SharedTensor::{what} ({} tensor)", self.kind), end, self.byte_size));
+        if end > self.byte_size() {
+            return Err(Error::size(format!("SharedTensor::{what} ({} tensor)", self.kind), end, self.byte_size()));
         }
         Ok(())
     }
@@ -240,7 +250,7 @@ impl SharedTensor {
     pub fn write<T: Pod>(&mut self, byte_offset: usize, data: &[T]) -> Result<()> {
         let bytes = size_of_val(data);
         self.check_range("write", byte_offset, bytes)?;
-        let _view = self.tensor.host_bytes_mut()?;
+        let _using = self.tensor.begin_use(true)?;
         if bytes == 0 {
             return Ok(());
         }
@@ -264,7 +274,7 @@ impl SharedTensor {
     pub fn write_async<'a, T: Pod>(&'a mut self, byte_offset: usize, data: &'a [T]) -> Result<PendingSycl<'a>> {
         let bytes = size_of_val(data);
         self.check_range("write_async", byte_offset, bytes)?;
-        let view = self.tensor.host_bytes_mut()?;
+        let using = self.tensor.begin_use(true)?;
         let queue = &*self.queue;
         if bytes > 0 {
             // SAFETY: the destination is the tensor's memory, valid for the checked range while the
@@ -272,7 +282,7 @@ impl SharedTensor {
             // until the copy was waited for; `data` stays borrowed by the result until then.
             unsafe { queue.memcpy_raw(self.ptr.as_ptr().add(byte_offset), data.as_ptr().cast(), bytes)? };
         }
-        Ok(PendingSycl { queue, _view: PendingView::Write(view), waited: false })
+        Ok(PendingSycl { queue, _using: using, waited: false })
     }
 
     /// Submits a SYCL `memcpy` of the tensor's bytes at `byte_offset` into `out` and returns without
@@ -281,14 +291,14 @@ impl SharedTensor {
     pub fn read_async<'a, T: Pod>(&'a self, byte_offset: usize, out: &'a mut [T]) -> Result<PendingSycl<'a>> {
         let bytes = size_of_val(out);
         self.check_range("read_async", byte_offset, bytes)?;
-        let view = self.tensor.host_bytes()?;
+        let using = self.tensor.begin_use(false)?;
         if bytes > 0 {
             // SAFETY: the source is the tensor's memory under the read view (held by the result,
             // which excludes inferences until the copy was waited for); `out` stays exclusively
             // borrowed by the result until then.
             unsafe { self.queue.memcpy_raw(out.as_mut_ptr().cast(), self.ptr.as_ptr().add(byte_offset), bytes)? };
         }
-        Ok(PendingSycl { queue: &self.queue, _view: PendingView::Read(view), waited: false })
+        Ok(PendingSycl { queue: &self.queue, _using: using, waited: false })
     }
 
     /// Copies `out.len()` elements from the tensor at `byte_offset` into `out` with a SYCL
@@ -299,7 +309,7 @@ impl SharedTensor {
     pub fn read<T: Pod>(&self, byte_offset: usize, out: &mut [T]) -> Result<()> {
         let bytes = size_of_val(out);
         self.check_range("read", byte_offset, bytes)?;
-        let _view = self.tensor.host_bytes()?;
+        let _using = self.tensor.begin_use(false)?;
         if bytes == 0 {
             return Ok(());
         }
@@ -313,30 +323,30 @@ impl SharedTensor {
     /// multiple of `size_of::<T>()`.
     pub fn read_to_vec<T: Pod>(&self) -> Result<Vec<T>> {
         let size = sycl::element_size_for_read::<T>("SharedTensor::read_to_vec")?;
-        if self.byte_size % size != 0 {
+        if self.byte_size() % size != 0 {
             return Err(Error::invalid_argument(format!(
                 "SharedTensor::read_to_vec: {} bytes are not a whole number of {size}-byte elements",
-                self.byte_size
+                self.byte_size()
             )));
         }
-        let mut out: Vec<T> = Vec::with_capacity(self.byte_size / size);
-        let _view = self.tensor.host_bytes()?;
+        let mut out: Vec<T> = Vec::with_capacity(self.byte_size() / size);
+        let _using = self.tensor.begin_use(false)?;
         // SAFETY: `T` is not zero-sized (checked), so the spare capacity is an allocation of
         // `byte_size` bytes, all written by the copy before `set_len` (we wait first); every bit
         // pattern is a valid `T` (`Pod`); the source is the tensor's memory under the read view.
         unsafe {
-            self.queue.memcpy_raw(out.as_mut_ptr().cast(), self.ptr.as_ptr(), self.byte_size)?;
+            self.queue.memcpy_raw(out.as_mut_ptr().cast(), self.ptr.as_ptr(), self.byte_size())?;
             self.queue.wait()?;
-            out.set_len(self.byte_size / size);
+            out.set_len(self.byte_size() / size);
         }
         Ok(out)
     }
 
     /// Sets every byte of the tensor to `value` with a SYCL `memset` and waits.
     pub fn fill(&mut self, value: u8) -> Result<()> {
-        let _view = self.tensor.host_bytes_mut()?;
+        let _using = self.tensor.begin_use(true)?;
         // SAFETY: the tensor's memory, valid for `byte_size`, under the write view; we wait.
-        unsafe { self.queue.memset_raw(self.ptr.as_ptr(), value, self.byte_size)? };
+        unsafe { self.queue.memset_raw(self.ptr.as_ptr(), value, self.byte_size())? };
         self.queue.wait()
     }
 
@@ -347,7 +357,7 @@ impl SharedTensor {
         let queue = &*self.queue;
         check_memory("copy_from (source)", queue, src, len)?;
         self.check_range("copy_from", 0, len)?;
-        let _view = self.tensor.host_bytes_mut()?;
+        let _using = self.tensor.begin_use(true)?;
         if len == 0 {
             return Ok(());
         }
@@ -364,7 +374,7 @@ impl SharedTensor {
         let queue = &*self.queue;
         check_memory("copy_to (destination)", queue, dst, len)?;
         self.check_range("copy_to", 0, len)?;
-        let _view = self.tensor.host_bytes()?;
+        let _using = self.tensor.begin_use(false)?;
         if len == 0 {
             return Ok(());
         }
@@ -382,14 +392,9 @@ impl SharedTensor {
 #[must_use = "the copy is waited for when this is dropped; call wait() to see its errors"]
 pub struct PendingSycl<'a> {
     queue: &'a Queue,
-    _view: PendingView<'a>,
+    /// The tensor's data-use state, held until the copy was waited for.
+    _using: TensorUse<'a>,
     waited: bool,
-}
-
-/// The data-use state a pending copy holds.
-enum PendingView<'a> {
-    Read(#[allow(dead_code)] TensorBytes<'a>),
-    Write(#[allow(dead_code)] TensorBytesMut<'a>),
 }
 
 impl PendingSycl<'_> {
@@ -435,48 +440,9 @@ fn check_memory(what: &str, queue: &Queue, m: &dyn SyclMemory, len: usize) -> Re
     Ok(())
 }
 
-/// Exclusive SYCL access to a zero-copy [`SharedTensor`] ([`SharedTensor::sycl_mut`]): it is
-/// [`SyclMemory`] (the tensor's bytes, in the tensor's SYCL context), and while it lives no
-/// inference that uses the tensor can start.
-///
-/// ```no_run
-/// # use npu_sycl_bridge::strategy::SharedTensor;
-/// # use npu_sycl_bridge::sycl::UsmBuffer;
-/// # fn f(t: &mut SharedTensor, staging: &UsmBuffer) -> npu_sycl_bridge::Result<()> {
-/// let queue = t.queue().clone();
-/// let mut access = t.sycl_mut()?;
-/// queue.copy(staging, &mut access, 4096)?; // SYCL device copy straight into the NPU's input
-/// # Ok(()) }
-/// ```
-///
-/// The guard borrows the tensor, so the tensor cannot go away (or be written another way) while
-/// SYCL has the memory:
-/// ```compile_fail
-/// # use npu_sycl_bridge::strategy::SharedTensor;
-/// # fn f(mut t: SharedTensor) -> npu_sycl_bridge::Result<()> {
-/// let access = t.sycl_mut()?;
-/// drop(t);
-/// drop(access);
-/// # Ok(()) }
-/// ```
-pub struct SyclAccess<'a> {
-    _view: TensorBytesMut<'a>,
-    ptr: NonNull<u8>,
-    len: usize,
-    context: &'a Arc<sycl::Context>,
-}
-
-impl fmt::Debug for SyclAccess<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SyclAccess").field("ptr", &self.ptr).field("len", &self.len).finish()
-    }
-}
-
-sycl::sycl_memory!(SyclAccess<'_>);
-
 impl BindableSealed for SharedTensor {
     fn handle(&self) -> &Arc<TensorHandle> {
-        &self.tensor.handle
+        self.tensor.handle()
     }
 }
 impl crate::openvino::Bindable for SharedTensor {}

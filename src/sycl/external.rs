@@ -113,7 +113,7 @@ impl ExportableDeviceMemory {
     /// `OwnedFd`); the allocation neither keeps it open nor needs it to stay open.
     ///
     /// Once exported, the pages have another way in, so an NPU tensor imported from this memory
-    /// afterwards has no host views ([`NpuContext::import`](crate::npu::NpuContext::import)).
+    /// afterwards has no host views.
     pub fn export_dma_buf(&self) -> Result<OwnedFd> {
         let fd = self.export_for_import()?;
         self.exported.store(true, Ordering::Release);

@@ -75,8 +75,6 @@ macro_rules! sycl_memory {
         }
     };
 }
-// For `strategy::SyclAccess`, whose `context` field borrows the Arc.
-pub(crate) use sycl_memory;
 
 mod context;
 mod external;
@@ -91,7 +89,7 @@ pub use external::{ExportableDeviceMemory, ImportedMemory};
 pub use platform::{devices, platforms, Backend, Device, DeviceType, Platform};
 pub use queue::{NativeQueue, Queue};
 pub(crate) use usm::element_size_for_read;
-pub use usm::{Pod, SyclMemory, UsmBuffer, UsmKind};
+pub use usm::{LentMemory, Pod, SyclMemory, UsmBuffer, UsmKind};
 
 /// A C++ exception from the bridge as an [`Error`] of kind `Sycl`, with `what` (the operation) first.
 pub(crate) fn sycl_error(what: &str) -> impl FnOnce(cxx::Exception) -> Error + '_ {

@@ -100,7 +100,41 @@ pub trait SyclMemory: sealed::Sealed {
 impl sealed::Sealed for UsmBuffer {}
 impl sealed::Sealed for super::ExportableDeviceMemory {}
 impl sealed::Sealed for super::ImportedMemory {}
-impl sealed::Sealed for crate::strategy::SyclAccess<'_> {}
+impl sealed::Sealed for LentMemory<'_> {}
+
+/// SYCL memory of another owner, lent for as long as this lives: what a shared tensor hands out
+/// for exclusive SYCL access (its `sycl_mut`). The owner's guard, held inside, keeps every other
+/// user of the memory (an inference, a host view) away until it is dropped.
+pub struct LentMemory<'a> {
+    ptr: NonNull<u8>,
+    len: usize,
+    context: &'a Arc<Context>,
+    _guard: Box<dyn Send + Sync + 'a>,
+}
+
+impl<'a> LentMemory<'a> {
+    /// `len` bytes at `ptr` in `context`, lent while `guard` is held.
+    ///
+    /// # Safety
+    /// `ptr` is SYCL memory of `context`, valid for reads and writes of `len` bytes for `'a`, and
+    /// while `guard` lives nothing else reads or writes it.
+    pub(crate) unsafe fn new(
+        ptr: NonNull<u8>,
+        len: usize,
+        context: &'a Arc<Context>,
+        guard: impl Send + Sync + 'a,
+    ) -> LentMemory<'a> {
+        LentMemory { ptr, len, context, _guard: Box::new(guard) }
+    }
+}
+
+impl fmt::Debug for LentMemory<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LentMemory").field("ptr", &self.ptr).field("len", &self.len).finish()
+    }
+}
+
+sycl_memory!(LentMemory<'_>);
 
 /// The checks before a SYCL allocation of `len` bytes aligned to `alignment` on `device` of
 /// `context` (`what` names the type in the errors): a non-zero length, a power-of-two alignment (or

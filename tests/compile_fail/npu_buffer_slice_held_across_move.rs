@@ -1,5 +1,6 @@
 // A slice of a PageAlignedBuffer cannot be held while the buffer is given to a tensor.
-use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
+use npu_sycl_bridge::memory::PageAlignedBuffer;
+use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{ElementType, TensorType};
 
 fn make(npu: &NpuContext) {

@@ -1,6 +1,7 @@
 // A PageAlignedBuffer moves into its CPU_VA tensor: it cannot be touched afterwards, so no Rust
 // reference can alias memory the NPU writes.
-use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
+use npu_sycl_bridge::memory::PageAlignedBuffer;
+use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{ElementType, TensorType};
 
 fn make(npu: &NpuContext) {

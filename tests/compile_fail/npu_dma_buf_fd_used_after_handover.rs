@@ -1,5 +1,5 @@
 // NpuContext::import takes a dma-buf fd by value: the caller cannot close or reuse it afterwards (the tensor
-// closes it exactly once). Use npu::dup_fd to keep a copy.
+// closes it exactly once). Use level_zero::dup_fd to keep a copy.
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use npu_sycl_bridge::npu::NpuContext;

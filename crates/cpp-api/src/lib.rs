@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use cxx::UniquePtr;
 use npu_sycl_bridge::memory::RawMemory;
-use npu_sycl_bridge::npu::NpuContext;
+use npu_sycl_bridge::npu::{NpuContext, NpuTensor};
 use npu_sycl_bridge::openvino::{
     ElementType, ExternalContext, ExternalTensor, KeepAlive, RemoteContext, RemoteTensor, Shape, TensorProperties,
     TensorType,
@@ -230,6 +230,7 @@ impl From<Error> for CppError {
             ErrorKind::InvalidArgument => (9, 0),
             ErrorKind::Io => (10, 0),
             ErrorKind::Exhausted => (11, 0),
+            ErrorKind::Busy => (13, 0),
             _ => (INTERNAL, 0),
         };
         CppError { kind, path, message: e.to_string(), explanation: e.explanation().unwrap_or_default().to_string() }
@@ -386,7 +387,7 @@ pub struct StrategyState {
 /// A tensor handed to C++: SYCL memory shared with the NPU, or imported memory without a SYCL side.
 pub enum TensorState {
     Shared(SharedTensor),
-    Imported { tensor: RemoteTensor, data: usize },
+    Imported { tensor: NpuTensor, data: usize },
 }
 
 /// A pool of the program's memory: exportable SYCL memory (shared tensors), or host memory.
@@ -572,7 +573,7 @@ impl TensorState {
     fn remote(&self) -> &RemoteTensor {
         match self {
             TensorState::Shared(t) => t.remote_tensor(),
-            TensorState::Imported { tensor, .. } => tensor,
+            TensorState::Imported { tensor, .. } => tensor.remote(),
         }
     }
 }
@@ -596,7 +597,7 @@ fn tensor_data(tensor: &TensorState) -> usize {
 fn tensor_byte_size_of(tensor: &TensorState) -> usize {
     match tensor {
         TensorState::Shared(t) => t.byte_size(),
-        TensorState::Imported { tensor, .. } => tensor.byte_size().unwrap_or(0),
+        TensorState::Imported { tensor, .. } => tensor.byte_size(),
     }
 }
 
@@ -704,7 +705,7 @@ fn pool_tensor(pool: &PoolState, element_type: &str, shape: &[usize]) -> CppResu
             }
             PoolState::Host(pool) => {
                 let tensor = pool.tensor(element_type, shape)?;
-                let data = tensor.params()?.mem_handle as usize;
+                let data = tensor.remote().params()?.mem_handle as usize;
                 TensorState::Imported { tensor, data }
             }
         }))

@@ -5,10 +5,9 @@
 use std::sync::OnceLock;
 
 use npu_sycl_bridge::level_zero::{Device, DeviceType, Driver};
-use npu_sycl_bridge::npu::{NpuContext, PageAlignedBuffer};
-use npu_sycl_bridge::openvino::{
-    CompiledModel, Core, ElementType, InferRequest, Properties, RemoteTensor, Tensor, TensorType,
-};
+use npu_sycl_bridge::memory::PageAlignedBuffer;
+use npu_sycl_bridge::npu::{NpuContext, NpuTensor};
+use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Properties, Tensor, TensorType};
 use npu_sycl_bridge::{ErrorKind, Path};
 
 use crate::models::ReferenceModel;
@@ -72,7 +71,7 @@ pub fn imports_user_memory(npu: &NpuContext) -> bool {
 
 /// An input tensor holding `bytes` (f32) in memory the NPU uses in place: CPU_VA of a page-aligned
 /// buffer where the NPU imports user memory, an L0 host tensor (the plugin's memory) elsewhere.
-pub fn in_place_input(npu: &NpuContext, bytes: &[u8], shape: [usize; 2]) -> RemoteTensor {
+pub fn in_place_input(npu: &NpuContext, bytes: &[u8], shape: [usize; 2]) -> NpuTensor {
     if npu.capabilities().sysmem_import {
         let buf = PageAlignedBuffer::from_slice(bytes).unwrap();
         return npu.import(buf, ElementType::F32, shape, TensorType::Input).unwrap();

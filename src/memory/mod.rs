@@ -24,8 +24,15 @@ use std::ptr::NonNull;
 
 use crate::error::{Error, Path, Result};
 use crate::level_zero::{self, L0Allocation};
-use crate::npu::PageAlignedBuffer;
 use crate::openvino::{KeepAlive, MemType};
+
+mod fd;
+mod page_aligned;
+mod size;
+
+pub(crate) use self::fd::{check_open, fd_buffer};
+pub use self::page_aligned::{PageAlignedBuffer, PAGE_SIZE};
+pub(crate) use self::size::{round_up_to_page, tensor_bytes};
 
 /// Memory the NPU can use: turned into an NPU tensor by
 /// [`NpuContext::import`](crate::npu::NpuContext::import). Sealed: implemented for the kinds in the
@@ -207,7 +214,7 @@ impl sealed::Sealed for OwnedFd {
         false
     }
     fn check(&self) -> Result<()> {
-        crate::npu::check_open(self.as_raw_fd())
+        check_open(self.as_raw_fd())
     }
     fn discard(self) {
         // Not open: closing it would close someone else's fd number (or trip std's I/O-safety
@@ -221,7 +228,7 @@ impl NpuMemory for OwnedFd {
     }
     /// The size of the buffer behind the fd (0 if it cannot be found out).
     fn byte_len(&self) -> usize {
-        crate::npu::fd_buffer(self.as_raw_fd()).map_or(0, |(len, _)| len)
+        fd_buffer(self.as_raw_fd()).map_or(0, |(len, _)| len)
     }
 }
 

@@ -20,10 +20,10 @@ pub const PAGE_SIZE: usize = 4096;
 /// an allocation.
 ///
 /// Fill it through the slices, then **move** it into a tensor
-/// ([`NpuContext::import`](super::NpuContext::import), [`into_tensor`](Self::into_tensor)).
+/// ([`NpuContext::import`](crate::npu::NpuContext::import), [`into_tensor`](Self::into_tensor)).
 /// The tensor owns it from then on and unmaps it only after OpenVINO freed the tensor and every
 /// request that bound it let go of it. Its bytes are then reached through the tensor's checked views
-/// ([`RemoteTensor::host_data`](crate::openvino::RemoteTensor::host_data), [`Tensor::data`]),
+/// ([`NpuTensor::host_data`](crate::npu::NpuTensor::host_data), [`Tensor::data`]),
 /// which never overlap a running inference. (Taking the buffer by value, not in an `Arc`, is what
 /// makes this sound: no other `&[u8]` into the memory can exist while the NPU writes it.)
 pub struct PageAlignedBuffer {
@@ -45,7 +45,7 @@ impl PageAlignedBuffer {
     /// [`Io`](crate::ErrorKind::Io) when `mmap` fails (out of memory); [`Size`](crate::ErrorKind::Size)
     /// when the rounded size overflows.
     pub fn new(byte_len: usize) -> Result<PageAlignedBuffer> {
-        let len = round_up_to_page(byte_len.max(1))
+        let len = super::round_up_to_page(byte_len.max(1))
             .ok_or_else(|| Error::size("a page-aligned buffer", byte_len, usize::MAX))?;
         // SAFETY: a fresh private anonymous mapping; no existing memory is touched. Anonymous
         // mappings are zero-filled and page-aligned.
@@ -141,7 +141,7 @@ impl PageAlignedBuffer {
     /// [`ElementType`](crate::ErrorKind::ElementType) for element types without a fixed size.
     pub fn into_tensor(self, element_type: ElementType, shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
-        let needed = super::tensors::tensor_bytes(element_type, &shape)?;
+        let needed = super::tensor_bytes(element_type, &shape)?;
         if needed > self.len {
             return Err(Error::size(
                 format!("a {element_type} tensor of shape {shape} over a page-aligned buffer"),
@@ -171,11 +171,6 @@ impl fmt::Debug for PageAlignedBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PageAlignedBuffer").field("ptr", &self.ptr).field("len", &self.len).finish()
     }
-}
-
-/// `n` rounded up to a multiple of [`PAGE_SIZE`].
-pub(crate) fn round_up_to_page(n: usize) -> Option<usize> {
-    n.checked_add(PAGE_SIZE - 1).map(|v| v & !(PAGE_SIZE - 1))
 }
 
 #[cfg(test)]
