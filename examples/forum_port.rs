@@ -18,7 +18,7 @@
 //! stops at "choose the SYCL device": the NPU's Level Zero driver is never a SYCL platform, so there
 //! is no device to make the context with. It prints the typed error the card path returns (and what
 //! the SYCL runtime itself says when the context is forced on the GPU's device), then continues with
-//! [`Auto`], which tries every strategy and keeps the first that works, runs a real model (built in
+//! [`Auto`], which tries the strategies in order and keeps the first that works, runs a real model (built in
 //! code by `testkit::models`) on the NPU straight from and into SYCL memory, checks the
 //! output against OpenVINO's CPU plugin, and shows that no copy was made.
 //!
@@ -295,7 +295,7 @@ fn run() -> Result<bool> {
     step(
         8,
         "auto t = zero.create_tensor(ov::element::f32, shape, p);",
-        "Auto::select(&npu, &sycl_context, &gpu): try every strategy, keep the first that works",
+        "Auto::select(&npu, &sycl_context, &gpu): try the strategies in order, keep the first that works",
     );
     let sycl_context = sycl::Context::new(&gpu).context("sycl::context(gpu)")?;
     let auto = Auto::select(&npu, &sycl_context, &gpu).context("Auto::select")?;

@@ -11,33 +11,31 @@
 //! controlled through `testkit::virtual_platform`) stands in for the Level Zero stack (a virtual
 //! Intel GPU and NPU); the tests and the example use it, and say so.
 //!
-//! The whole zero-copy program, in ten lines:
+//! The whole zero-copy program, in nine calls:
 //!
 //! ```no_run
 //! # #[cfg(feature = "sycl")] fn main() -> npu_sycl_bridge::Result<()> {
-//! use npu_sycl_bridge::openvino::{Core, ElementType::F32, Properties, TensorType};
-//! use npu_sycl_bridge::strategy::Auto;
+//! use npu_sycl_bridge::{Auto, Core, Properties};
 //! # let m = testkit::models::fully_connected(); // npu-sycl-bridge-testkit: reference models
 //! # let (xml, weights, data) = (&m.xml, &m.weights, m.sample_input(0));
 //!
 //! let core = Core::new()?;
-//! let compiled = core.compile_model(&core.read_model_from_memory(xml, weights)?, "NPU", &Properties::new())?;
-//! let auto = Auto::for_model(&compiled)?; // the iGPU and the NPU; the first sharing strategy that works
-//! let (mut input, output) = (auto.tensor(F32, [4, 256], TensorType::Input)?, auto.tensor(F32, [4, 256], TensorType::Output)?);
-//! input.write(0, &data)?; // a SYCL memcpy into the memory the NPU reads
-//! let mut request = compiled.create_infer_request()?;
-//! request.set_input_tensor(0, &input)?;
-//! request.set_output_tensor(0, &output)?;
-//! request.infer()?; // the NPU reads SYCL's memory and writes into SYCL's memory: no copy
-//! let result: Vec<f32> = output.read_to_vec()?;
+//! let model = core.read_model_from_memory(xml, weights)?;
+//! let compiled = core.compile_model(&model, "NPU", &Properties::new())?;
+//! // The iGPU and the NPU, the first sharing strategy that works, a tensor of it on every port:
+//! let mut shared = Auto::for_model(&compiled)?.request(&compiled)?;
+//! shared.inputs[0].write(0, &data)?; // a SYCL memcpy into the memory the NPU reads
+//! shared.request.infer()?; // the NPU reads SYCL's memory and writes into SYCL's memory: no copy
+//! let result: Vec<f32> = shared.outputs[0].read_to_vec()?;
 //! # let _ = result; Ok(()) }
 //! # #[cfg(not(feature = "sycl"))] fn main() {}
 //! ```
 //!
-//! `println!("{}", auto.decision())` says which strategy was chosen and why the others were not.
+//! Keep the [`Auto`] to see its choice: `println!("{}", auto.decision())` says which strategy was
+//! chosen and why the ones before it were not.
 //! Memory the program already owns (SYCL USM or exportable device memory, a dma-buf fd, a Level
 //! Zero allocation, page-aligned host memory) goes to the NPU through one call,
-//! [`NpuContext::import`](npu::NpuContext::import) ([`memory`]); [`pool::NpuPool`] hands such
+//! [`NpuContext::import`] ([`memory`]); [`pool::NpuPool`] hands such
 //! memory out again and again with its import kept.
 //!
 //! `examples/forum_port.rs` (`cargo xtask example`) is the long form of this: the forum's C++
@@ -50,10 +48,10 @@
 //! |--------|------|-------|
 //! | [`openvino`] | Core, Model, CompiledModel, InferRequest, Tensor, remote contexts and tensors over OpenVINO's C API (`openvino-sys`, loaded at run time) | OpenVINO 2026.4 |
 //! | [`level_zero`] | drivers, devices, contexts (owned or borrowed), allocations, dma-buf export/import | a Level Zero loader |
-//! | [`npu`] | [`NpuContext`](npu::NpuContext) (the plugin's context and its driver's capabilities) and the NPU memory paths: CPU_VA, dma-buf, L0 host tensors, [`PageAlignedBuffer`](memory::PageAlignedBuffer) | the NPU plugin |
+//! | [`npu`] | [`NpuContext`] (the plugin's context and its driver's capabilities) and the NPU memory paths: CPU_VA, dma-buf, L0 host tensors, [`PageAlignedBuffer`] | the NPU plugin |
 //! | [`sycl`] | SYCL platforms, devices, contexts (also from a native `ze_context_handle_t`, `keep` or `transfer`), queues, USM, dma-buf export/import | feature `sycl` |
-//! | [`memory`] | [`NpuMemory`](memory::NpuMemory): every kind of memory a program owns that the NPU can use, for the one import call [`NpuContext::import`](npu::NpuContext::import) | — |
-//! | [`pool`] | [`NpuPool`](pool::NpuPool): the program's buffers imported once and handed out again | — |
+//! | [`memory`] | [`NpuMemory`]: every kind of memory a program owns that the NPU can use, for the one import call [`NpuContext::import`] | — |
+//! | [`pool`] | [`NpuPool`]: the program's buffers imported once and handed out again | — |
 //! | [`strategy`] | the SYCL ⇄ NPU sharing strategies and [`Auto`]; [`SharedTensor`] (SYCL copies, also asynchronous) | feature `sycl` |
 //! | [`error`] | the one [`Error`] with an [`ErrorKind`] to match on | — |
 //!
@@ -73,11 +71,11 @@
 //! | [`CpuVa`] | `aligned_alloc_host` / `aligned_alloc_shared` (4096-aligned, size rounded up to 4096) | CPU_VA (system-memory import) | NPU drivers with `STANDARD_ALLOCATION` import (`ZE_extension_external_memmap_sysmem`). GPU-driver USM imported by the NPU as system memory is **unverified** on real i915/xe + ivpu | yes | one NPU import per tensor. Each inference then costs nothing extra | the remote tensor, which holds the [`sycl::UsmBuffer`] |
 //! | `NpuExport` | NPU host memory the crate allocates exportable in its own NPU context, exported by the NPU driver as dma-bufs (new fds the caller owns) and imported by SYCL | SHARED_BUF import of the same buffer, used in place | an NPU driver that exports memory allocated exportable (linux-npu-driver 1.32.1 does; it exports nothing else, so the plugin's own tensors never) and a GPU driver that imports the NPU's dma-buf (ivpu → i915/xe **unverified**). Verified on the virtual platform with adapters v1 and v2 | yes | one allocation, two exports, one NPU and one SYCL import per tensor | the remote tensor holds the NPU allocation (freed after the plugin's import); the shared tensor holds the SYCL import and its fd |
 //! | [`NpuToSycl`] | SYCL `memcpy` to and from the plugin's memory | L0 host tensor (`L0_INTERNAL_BUF`, allocated by the plugin) | wherever the NPU works | **no**: one CPU copy per transfer | none on the NPU side; every SYCL ⇄ NPU transfer costs one memcpy of the tensor's bytes | the plugin's allocation, freed with the remote tensor |
-//! | [`Auto`] | tries them in this order and keeps the first that works | | chooses **dma-buf** on the virtual platform; expected (unverified) to do the same on Linux Core Ultra machines with stock DPC++ | | it runs each strategy's probe: a 4 KiB tensor written by SYCL, read through the NPU's mapping, and back | |
+//! | [`Auto`] | tries every strategy but the card path, in its order (`Auto::ORDER`), and stops at the first that works | | chooses **dma-buf** on the virtual platform; expected (unverified) to do the same on Linux Core Ultra machines with stock DPC++ | | it runs the probe of each strategy it tries: a 4 KiB tensor written by SYCL, read through the NPU's mapping, and back | |
 //!
 //! Without SYCL, [`npu`] offers the same NPU memory paths to any host code: a CPU_VA tensor over a
-//! [`PageAlignedBuffer`](memory::PageAlignedBuffer) (moved into the tensor), a dma-buf tensor from any
-//! exporter ([`NpuContext::import`](npu::NpuContext::import) of an `OwnedFd`), and L0 host tensors
+//! [`PageAlignedBuffer`] (moved into the tensor), a dma-buf tensor from any
+//! exporter ([`NpuContext::import`] of an `OwnedFd`), and L0 host tensors
 //! (plugin memory: the "already resident" floor).
 //!
 //! Traps that hold for every strategy:
@@ -92,7 +90,7 @@
 //!
 //! # Lifetime rules
 //! 1. **Memory outlives the tensors over it.** A remote tensor holds the owner of its memory in
-//!    its keep-alive list: a [`PageAlignedBuffer`](memory::PageAlignedBuffer) is *moved* into
+//!    its keep-alive list: a [`PageAlignedBuffer`] is *moved* into
 //!    [`import`](npu::NpuContext::import), and a strategy puts its SYCL allocation
 //!    (and dma-buf fd) there. The memory is freed only after OpenVINO freed the tensor. Raw memory
 //!    goes through the `unsafe` [`RawMemory`](memory::RawMemory),
@@ -101,14 +99,14 @@
 //!    `npu_buffer_slice_held_across_move.rs`, `npu_keepalive_must_be_static.rs` and
 //!    `npu_host_view_outlives_remote_tensor.rs`.
 //! 2. **Tensors outlive the requests they are bound to.** An
-//!    [`InferRequest`](openvino::InferRequest) holds every tensor bound to it. A tensor that was
+//!    [`InferRequest`] holds every tensor bound to it. A tensor that was
 //!    replaced by a rebind is held until the next inference has finished, because OpenVINO and
 //!    the recorded command list may still refer to it. Proved by
 //!    `tests/openvino_cpu.rs::a_rebound_tensor_lives_until_the_next_inference_finishes`.
 //! 3. **The NPU's Level Zero context is borrowed.** The plugin keeps one per process, shared by
 //!    every live `Core` (`ZeroInitStructsHolder::getInstance()`, since openvinotoolkit/openvino#29917),
 //!    and destroys it when the last Core (or tensor, context, model) holding it goes: a later Core
-//!    gets a new one. [`NpuContext`](npu::NpuContext) wraps it as
+//!    gets a new one. [`NpuContext`] wraps it as
 //!    a borrowed [`level_zero::Context`] that never destroys it, and keeps the OpenVINO remote
 //!    context, and through it the Core, alive. A SYCL context made from a foreign `ze_context`
 //!    with `ownership::keep` holds the context's owner as its keep-alive
@@ -162,7 +160,7 @@
 //! It does not take a pointer: a host pointer given as `SHARED_BUF` is read as a garbage fd and the
 //! import fails. The driver must list `DMA_BUF` among its import types. `MEM_HANDLE` read back from
 //! the tensor is the NPU driver's *mapping* of the buffer, never the fd. The plugin does not close
-//! the fd. Here [`NpuContext::import`](npu::NpuContext::import) of an `OwnedFd` takes an `OwnedFd`,
+//! the fd. Here [`NpuContext::import`] of an `OwnedFd` takes an `OwnedFd`,
 //! checks that it is open and that the buffer behind it is large enough, and closes it once.
 //! Proved by `tests/npu_memory_paths.rs::dma_buf_tensors_from_the_virtual_gpu_match_the_cpu_plugin_zero_copy`
 //! (SHARED_BUF tensors from GPU-exported fds, zero-copy),
@@ -176,7 +174,7 @@
 //! ("Importing standard allocation is not supported if memory is not aligned to standard page
 //! size"), not a silent copy. The crate checks both before OpenVINO is called
 //! ([`ErrorKind::Alignment`] `{ what: Aligned::CpuVaPointer | "CPU_VA byte size", .. }`).
-//! [`PageAlignedBuffer`](memory::PageAlignedBuffer) gives such memory. The NPU then uses your address
+//! [`PageAlignedBuffer`] gives such memory. The NPU then uses your address
 //! itself: the tensor's `MEM_HANDLE` equals your pointer. Proved by
 //! `tests/virtual_npu.rs::page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused`,
 //! `tests/npu_memory_paths.rs::cpu_va_tensors_match_the_cpu_plugin_zero_copy` and
@@ -249,6 +247,14 @@
 
 pub mod error;
 pub use error::{Error, ErrorKind, Path, Result};
+
+// The front door: what a program needs to run a model on the NPU over its own or SYCL's memory.
+pub use memory::{NpuMemory, PageAlignedBuffer};
+pub use npu::{NpuContext, NpuTensor};
+pub use openvino::{CompiledModel, Core, ElementType, InferRequest, Model, Properties, Shape, Tensor, TensorType};
+pub use pool::NpuPool;
+#[cfg(feature = "sycl")]
+pub use strategy::{Auto, SharedRequest, SharedTensor, Strategy, StrategyKind};
 
 pub mod level_zero;
 pub mod memory;

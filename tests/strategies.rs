@@ -559,7 +559,6 @@ mod inner {
         assert_eq!(
             Auto::ORDER,
             [
-                StrategyKind::CardPath,
                 StrategyKind::DmaBuf,
                 StrategyKind::CpuVa,
                 StrategyKind::SharedSystem,
@@ -570,14 +569,19 @@ mod inner {
         assert_eq!(d.chosen, StrategyKind::DmaBuf, "{d}");
         assert_eq!(auto.kind(), StrategyKind::DmaBuf);
         let kinds: Vec<StrategyKind> = d.attempts.iter().map(|(k, _)| *k).collect();
-        assert_eq!(kinds, Auto::ORDER, "every strategy was tried, in order");
-        assert_eq!(
-            d.error(StrategyKind::CardPath).map(|e| e.kind().clone()),
-            Some(ErrorKind::Unsupported { path: Path::CardPath })
-        );
+        assert_eq!(kinds, [StrategyKind::DmaBuf], "Auto stopped at the first strategy that works");
+        assert_eq!(d.to_string(), "chose dma-buf because it is first in Auto's order and works");
+        // The survey tries every strategy, the card path too.
+        let survey = Auto::survey(&e.npu, &e.ctx, &e.gpu);
+        let kinds: Vec<StrategyKind> = survey.iter().map(|(k, _)| *k).collect();
+        assert_eq!(kinds, StrategyKind::ALL, "the survey tries every strategy, in order");
+        let error = |kind| survey.iter().find(|(k, _)| *k == kind).and_then(|(_, r)| r.as_ref().err());
+        let card = error(StrategyKind::CardPath).expect("the card path fails");
+        assert_eq!(card.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
+        assert!(format!("{card:#}").contains("no SYCL platform wraps that driver"), "{card:#}");
         // CPU_VA of SYCL USM fails on every profile (not pinnable on NPU 40xx+, no import on 37xx).
         assert_eq!(
-            d.error(StrategyKind::CpuVa).map(|e| e.kind().clone()),
+            error(StrategyKind::CpuVa).map(|e| e.kind().clone()),
             Some(ErrorKind::Unsupported { path: Path::CpuVa })
         );
         // Shared system memory needs the NPU's user-memory import (NPU 40xx+ with the userptr ioctl).
@@ -588,13 +592,30 @@ mod inner {
         } else {
             vec![StrategyKind::DmaBuf, StrategyKind::NpuExport, StrategyKind::NpuToSycl]
         };
-        assert_eq!(d.working(), expected, "{d}");
-        let text = d.to_string();
-        assert!(text.starts_with("chose dma-buf because card path: "), "{text}");
-        assert!(text.contains("no SYCL platform wraps that driver"), "{text}");
-        assert!(text.contains("dma-buf: works"), "{text}");
-        assert!(text.contains("also working: ") && text.contains("NPU→SYCL copy)"), "{text}");
+        let working: Vec<StrategyKind> = survey.iter().filter(|(_, r)| r.is_ok()).map(|(k, _)| *k).collect();
+        assert_eq!(working, expected);
+        drop(survey);
         assert!(Arc::ptr_eq(auto.sycl_context(), &e.ctx));
+        // A request with a shared tensor of the strategy on every port, of the port's type and shape.
+        let samples = [e.m.sample_input(0), e.m.sample_input(1)];
+        let mut shared = auto.request(&e.npu_model).unwrap();
+        assert_eq!((shared.inputs.len(), shared.outputs.len()), (2, 2));
+        for (t, port) in shared.inputs.iter().zip(e.npu_model.inputs().unwrap()) {
+            assert_eq!(
+                (t.kind(), t.element_type(), Some(t.shape().clone())),
+                (StrategyKind::DmaBuf, port.element_type, port.shape)
+            );
+        }
+        for (t, x) in shared.inputs.iter_mut().zip(&samples) {
+            t.write(0, x).unwrap();
+        }
+        let (copies0, args0) = (copies(), counter("npu.graph_args.dma_buf"));
+        shared.request.infer().unwrap();
+        assert_eq!(copies(), copies0, "no copies during the inference");
+        assert_eq!(counter("npu.graph_args.dma_buf"), args0 + 4, "every port ran on SYCL's memory");
+        let outs: Vec<Vec<u8>> = shared.outputs.iter().map(|t| t.read_to_vec::<u8>().unwrap()).collect();
+        e.assert_matches_cpu_in("Auto's request", &samples, &outs);
+        drop(shared);
         // Auto's strategy runs the model like any other.
         let (strategy, _decision) = auto.into_parts();
         run_multi_io(&e, &strategy);

@@ -1,4 +1,4 @@
-//! Auto: probe what this machine supports and pick the best strategy that works.
+//! Auto: try the strategies in order and keep the first that works on this machine.
 
 use std::fmt;
 use std::sync::Arc;
@@ -9,28 +9,29 @@ use crate::npu::NpuContext;
 use crate::openvino::CompiledModel;
 use crate::sycl;
 
-/// **Auto**: tries every strategy on this machine and uses the best one that works.
+/// **Auto**: tries the strategies in [`ORDER`](Self::ORDER) and uses the first that works here.
 ///
 /// # Order
-/// [`StrategyKind::ALL`]: **card path → dma-buf → CPU_VA → shared system memory → NPU→SYCL copy**.
-/// 1. `CardPath` over the NPU's own context (zero-copy, one context for both): fails on stock
-///    DPC++ with a typed explanation, but is tried first so a stack that supports it gets it.
-/// 2. `DmaBuf`: Intel's recommended Linux path; zero-copy, SYCL keeps device memory.
-/// 3. `CpuVa` with host USM: zero-copy, but GPU-driver USM as NPU sysmem is unverified on real
-///    hardware.
-/// 4. `SharedSystem`: process memory the NPU imports; zero-copy for SYCL only where the device
+/// **dma-buf → CPU_VA → shared system memory → NPU→SYCL zero-copy → NPU→SYCL copy**.
+/// 1. `DmaBuf`: Intel's recommended Linux path; zero-copy, SYCL keeps device memory.
+/// 2. `CpuVa` with host USM: zero-copy where the NPU driver could pin the GPU driver's USM, which
+///    Intel's drivers cannot (a typed refusal on every profile); kept for stacks that can.
+/// 3. `SharedSystem`: process memory the NPU imports; zero-copy for SYCL only where the device
 ///    reaches system memory, SYCL copies elsewhere; needs the NPU's user-memory import.
+/// 4. `NpuExport`: NPU memory allocated exportable, imported by SYCL; zero-copy where the GPU
+///    driver imports the NPU's dma-buf (unverified on hardware).
 /// 5. `NpuToSycl`: always works where the NPU works, but copies on the SYCL side.
 ///
-/// On the virtual platform (and, presumably, every Linux Core Ultra with stock DPC++) Auto chooses
-/// **dma-buf**, because the card path is unsupported.
+/// The card path (a SYCL context over the NPU's own Level Zero context) is not in the order: it
+/// cannot work with DPC++ (no SYCL platform wraps the NPU's driver), and its typed answer comes from
+/// [`Strategy::new`]`(CardPath, ..)` and [`sycl::Context::from_level_zero`] where a program asks
+/// for it. [`survey`](Self::survey) tries it with the rest, for a diagnostic tool.
 ///
 /// # Trying, not guessing
 /// Each strategy is constructed, and its [`probe`](Strategy::probe) makes a 4 KiB shared tensor,
 /// writes a pattern through SYCL and checks that the NPU's mapping of the tensor shows it, then
-/// writes through the NPU's mapping and checks that SYCL reads it. Every strategy is tried (they are
-/// cheap), so the [`AutoDecision`] records each outcome; the first in the order that worked is
-/// chosen.
+/// writes through the NPU's mapping and checks that SYCL reads it. Auto stops at the first that
+/// works; the [`AutoDecision`] records the outcome of each strategy it tried.
 ///
 /// # Who owns what
 /// Auto owns the chosen [`Strategy`] (its queue, an `Arc` of the SYCL context, the NPU context).
@@ -41,15 +42,17 @@ pub struct Auto {
     decision: AutoDecision,
 }
 
-/// Why [`Auto`] chose what it chose: every strategy tried, in order, with its outcome.
+/// Why [`Auto`] chose what it chose: the strategies it tried, in order, with their outcomes. The
+/// last one tried is the one chosen.
 ///
-/// `Display` prints one line, e.g. `chose dma-buf because card path: the card path is not
-/// supported here: …; dma-buf: works (also working: CPU_VA, NPU→SYCL copy)`.
+/// `Display` prints one line, e.g. `chose dma-buf because it is first in Auto's order and works`,
+/// or, on a machine where dma-buf fails, `chose shared system memory because dma-buf: …; CPU_VA:
+/// …; shared system memory: works`.
 #[derive(Debug)]
 pub struct AutoDecision {
-    /// The strategy chosen: the first in [`StrategyKind::ALL`] whose probe worked.
+    /// The strategy chosen: the first in [`Auto::ORDER`] whose probe worked.
     pub chosen: StrategyKind,
-    /// Every strategy tried, in order, with `Ok(())` or the error that ruled it out.
+    /// The strategies tried, in order, with `Ok(())` or the error that ruled each out.
     pub attempts: Vec<(StrategyKind, Result<(), Error>)>,
 }
 
@@ -57,11 +60,6 @@ impl AutoDecision {
     /// The error that ruled out `kind`, if it was tried and failed.
     pub fn error(&self, kind: StrategyKind) -> Option<&Error> {
         self.attempts.iter().find(|(k, _)| *k == kind).and_then(|(_, r)| r.as_ref().err())
-    }
-
-    /// The strategies whose probe worked, in order.
-    pub fn working(&self) -> Vec<StrategyKind> {
-        self.attempts.iter().filter(|(_, r)| r.is_ok()).map(|(k, _)| *k).collect()
     }
 }
 
@@ -81,52 +79,40 @@ impl fmt::Display for AutoDecision {
             }
             write!(f, "{}: works", self.chosen)?;
         }
-        let after: Vec<_> = self.attempts.iter().skip_while(|(k, _)| *k != self.chosen).skip(1).collect();
-        let also: Vec<String> = after.iter().filter(|(_, r)| r.is_ok()).map(|(k, _)| k.to_string()).collect();
-        let failed: Vec<String> =
-            after.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
-        if !also.is_empty() {
-            write!(f, " (also working: {})", also.join(", "))?;
-        }
-        if !failed.is_empty() {
-            write!(f, " (also failed: {})", failed.join("; "))?;
-        }
         Ok(())
     }
 }
 
 impl Auto {
-    /// The order Auto tries the strategies in.
-    pub const ORDER: [StrategyKind; 6] = StrategyKind::ALL;
+    /// The order Auto tries the strategies in: [`StrategyKind::ALL`] without the card path.
+    pub const ORDER: [StrategyKind; 5] = [
+        StrategyKind::DmaBuf,
+        StrategyKind::CpuVa,
+        StrategyKind::SharedSystem,
+        StrategyKind::NpuExport,
+        StrategyKind::NpuToSycl,
+    ];
 
-    /// Tries every strategy in [`ORDER`](Self::ORDER) for `npu` and the SYCL `device` of
-    /// `context` (the iGPU's), and keeps the first that works.
+    /// Tries the strategies in [`ORDER`](Self::ORDER) for `npu` and the SYCL `device` of `context`
+    /// (the iGPU's), and keeps the first that works; the ones after it are not tried.
     ///
     /// # Errors
     /// [`Unsupported { path: Path::Auto }`](crate::ErrorKind::Unsupported) when no strategy works; the
     /// message lists every attempt's error.
     pub fn select(npu: &NpuContext, context: &Arc<sycl::Context>, device: &sycl::Device) -> Result<Auto> {
         let mut attempts: Vec<(StrategyKind, Result<(), Error>)> = Vec::with_capacity(Self::ORDER.len());
-        let mut chosen: Option<Strategy> = None;
-        for (kind, outcome) in Self::attempts(npu, context, device) {
-            match outcome {
-                Ok(s) => {
+        for kind in Self::ORDER {
+            match try_strategy(kind, npu, context, device) {
+                Ok(strategy) => {
                     attempts.push((kind, Ok(())));
-                    if chosen.is_none() {
-                        chosen = Some(s);
-                    }
+                    return Ok(Auto { decision: AutoDecision { chosen: kind, attempts }, strategy });
                 }
                 Err(e) => attempts.push((kind, Err(e))),
             }
         }
-        match chosen {
-            Some(strategy) => Ok(Auto { decision: AutoDecision { chosen: strategy.kind(), attempts }, strategy }),
-            None => {
-                let why: Vec<String> =
-                    attempts.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
-                Err(Error::unsupported(Path::Auto, "no SYCL ⇄ NPU sharing strategy works here").explain(why.join("; ")))
-            }
-        }
+        let why: Vec<String> =
+            attempts.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
+        Err(Error::unsupported(Path::Auto, "no SYCL ⇄ NPU sharing strategy works here").explain(why.join("; ")))
     }
 
     /// [`select`](Self::select) for the NPU context of `compiled` (a model compiled for the NPU)
@@ -150,18 +136,16 @@ impl Auto {
         Self::select(&npu, &context, &gpu)
     }
 
-    /// Every strategy in [`ORDER`](Self::ORDER), constructed and [probed](Strategy::probe): the
-    /// working ones, or the error that ruled each out. What [`select`](Self::select) decides
-    /// from; a diagnostic tool can print it even when nothing works.
-    pub fn attempts(
+    /// Every strategy of [`StrategyKind::ALL`] (the card path too), constructed and
+    /// [probed](Strategy::probe): the working ones, or the error that ruled each out. For a
+    /// diagnostic tool (it prints this even when nothing works); [`select`](Self::select) stops at
+    /// the first that works instead.
+    pub fn survey(
         npu: &NpuContext,
         context: &Arc<sycl::Context>,
         device: &sycl::Device,
     ) -> Vec<(StrategyKind, Result<Strategy, Error>)> {
-        Self::ORDER
-            .into_iter()
-            .map(|kind| (kind, Strategy::new(kind, npu, context, device).and_then(|s| s.probe().map(|()| s))))
-            .collect()
+        StrategyKind::ALL.into_iter().map(|kind| (kind, try_strategy(kind, npu, context, device))).collect()
     }
 
     /// The chosen strategy.
@@ -186,4 +170,16 @@ impl std::ops::Deref for Auto {
     fn deref(&self) -> &Strategy {
         &self.strategy
     }
+}
+
+/// The strategy `kind`, made and probed.
+fn try_strategy(
+    kind: StrategyKind,
+    npu: &NpuContext,
+    context: &Arc<sycl::Context>,
+    device: &sycl::Device,
+) -> Result<Strategy> {
+    let strategy = Strategy::new(kind, npu, context, device)?;
+    strategy.probe()?;
+    Ok(strategy)
 }

@@ -17,7 +17,7 @@
 //! | `SharedSystem` | [`StrategyKind::SharedSystem`] | ordinary page-aligned process memory: used in place where the device has `usm_system_allocations`, reached by SYCL `memcpy` elsewhere | CPU_VA (sysmem import) | needs STANDARD_ALLOCATION import (NPU 40xx+ with the userptr ioctl); unverified on hardware | NPU side always; SYCL side only with shared-system USM |
 //! | `NpuExport` | [`StrategyKind::NpuExport`] | NPU host memory allocated exportable in the crate's own NPU context ([`NpuContext::export_context`](crate::npu::NpuContext::export_context)), exported as a dma-buf and imported by SYCL (`import_external_memory`) | SHARED_BUF import of the same buffer | needs the GPU driver to import the NPU's dma-buf (ivpu → i915/xe unverified on hardware). The plugin's own tensors cannot take this route: it allocates them without an export descriptor, and the NPU driver exports nothing else | yes |
 //! | `NpuToSycl` | [`StrategyKind::NpuToSycl`] | SYCL `memcpy` to/from the plugin's memory | L0 host tensor (plugin `zeMemAllocHost`) | everywhere the NPU works | **no**: a CPU copy on the SYCL side |
-//! | [`Auto`] | the first that works | | | probes the machine: card path → dma-buf → CPU_VA → shared system memory → NPU→SYCL zero-copy → NPU→SYCL copy | |
+//! | [`Auto`] | the first that works | | | tries in order, stops at the first that works: dma-buf → CPU_VA → shared system memory → NPU→SYCL zero-copy → NPU→SYCL copy (never the card path) | |
 //!
 //! # Ownership and drop order
 //! ```text
@@ -74,7 +74,7 @@
 //! let context = Context::new(&gpu)?;
 //!
 //! let auto = Auto::select(&npu, &context, &gpu)?;
-//! println!("{}", auto.decision()); // "chose dma-buf because card path: …"
+//! println!("{}", auto.decision()); // "chose dma-buf because it is first in Auto's order and works"
 //! let d = &m.inputs[0];
 //! let mut input = auto.tensor(d.element_type, d.shape.clone(), TensorType::Input)?;
 //! input.write(0, &m.sample_input(0))?; // a SYCL memcpy into the shared memory
@@ -86,6 +86,7 @@
 
 mod auto;
 mod card_path;
+mod request;
 mod shared_tensor;
 
 use std::fmt;
@@ -93,6 +94,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 pub use self::auto::{Auto, AutoDecision};
+pub use self::request::SharedRequest;
 pub use self::shared_tensor::{PendingSycl, SharedTensor};
 
 use crate::error::{Error, Path, Result};
@@ -102,7 +104,7 @@ use crate::npu::{NpuContext, NpuTensor};
 use crate::openvino::{ElementType, Shape, TensorType};
 use crate::sycl::{self, ExportableDeviceMemory, Queue, UsmBuffer, UsmKind};
 
-/// The ways a SYCL buffer and an NPU tensor can share memory, in [`Auto`]'s order.
+/// The ways a SYCL buffer and an NPU tensor can share memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StrategyKind {
     /// A SYCL context made from the NPU's Level Zero context, `malloc_shared` in it.
@@ -122,7 +124,7 @@ pub enum StrategyKind {
 }
 
 impl StrategyKind {
-    /// Every strategy, in the order [`Auto`] tries them.
+    /// Every strategy: the card path, then [`Auto`]'s order ([`Auto::ORDER`]).
     pub const ALL: [StrategyKind; 6] = [
         StrategyKind::CardPath,
         StrategyKind::DmaBuf,
