@@ -957,8 +957,8 @@ mod direct {
         assert!(g.is_null());
         assert!(log.contains("virtual NPU") && log.contains("NGRAPH_LITE"), "{log}");
         let mut size = 0u32;
-        // SAFETY: NULL graph asks for the latest error; out-pointer valid.
         assert_eq!(
+            // SAFETY: NULL graph asks for the latest error; out-pointer valid.
             unsafe { n.graph.pfnBuildLogGetString.unwrap()(std::ptr::null_mut(), &mut size, std::ptr::null_mut()) },
             0
         );
@@ -1005,8 +1005,8 @@ mod direct {
             pNext: std::ptr::null_mut(),
             numGraphArgs: 0,
         };
-        // SAFETY: NULL handle, valid out-pointer.
         assert_eq!(
+            // SAFETY: NULL handle, valid out-pointer.
             unsafe { n.graph.pfnGetProperties.unwrap()(std::ptr::null_mut(), &mut props) },
             ZE_RESULT_ERROR_INVALID_NULL_HANDLE
         );

@@ -1017,6 +1017,7 @@ fn concurrent_threads_and_cross_thread_event_waits() {
     // SAFETY (whole test): valid handles, descriptors and buffers; each thread uses its own list.
     let workers: Vec<_> = (0..6)
         .map(|t| {
+            // SAFETY: as above (whole test).
             std::thread::spawn(move || unsafe {
                 let (ctx, dev) = (ctx_u as ze_context_handle_t, dev_u as ze_device_handle_t);
                 let mut qd: ze_command_queue_desc_t = zeroed();
@@ -1797,8 +1798,8 @@ mod inner {
             // OpenVINO is never linked into the platform.
             for lib in ["libopenvino.so.2641", "libopenvino_c.so.2641"] {
                 let c = CString::new(lib).unwrap();
-                // SAFETY: RTLD_NOLOAD never loads anything.
                 assert!(
+                    // SAFETY: RTLD_NOLOAD never loads anything.
                     unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) }.is_null(),
                     "{lib} loaded"
                 );
@@ -1889,8 +1890,8 @@ mod inner {
             }
             // The NPU driver has no zeDeviceGetRootDevice: the loader answers UNINITIALIZED.
             let mut root: ze_device_handle_t = ndev;
-            // SAFETY: valid handle and out-parameter.
             assert_eq!(
+                // SAFETY: valid handle and out-parameter.
                 unsafe { api().zeDeviceGetRootDevice(ndev, &mut root) },
                 ZE_RESULT_ERROR_UNINITIALIZED,
                 "{name}"
@@ -1909,8 +1910,8 @@ mod inner {
             };
             let queue_ext = versions
                 .iter()
-                // SAFETY: NUL-terminated names written by the driver.
                 .find(|e| {
+                    // SAFETY: NUL-terminated names written by the driver.
                     unsafe { std::ffi::CStr::from_ptr(e.name.as_ptr()) }.to_bytes() == b"ZE_extension_command_queue_npu"
                 })
                 .expect("ZE_extension_command_queue_npu");

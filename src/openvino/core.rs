@@ -160,8 +160,8 @@ impl Core {
         let c_xml = path_str(xml)?;
         let c_bin = weights.map(path_str).transpose()?;
         let mut m = std::ptr::null_mut();
-        // SAFETY: live core; the strings outlive the call (null bin = default); m is an out-pointer.
         check(
+            // SAFETY: live core; the strings outlive the call (null bin = default); m is an out-pointer.
             unsafe {
                 sys::ov_core_read_model(
                     self.as_raw(),
@@ -190,9 +190,9 @@ impl Core {
             Some(Tensor::from_bytes(ElementType::U8, [weights.len()], weights)?)
         };
         let mut m = std::ptr::null_mut();
-        // SAFETY: live core; xml is valid for xml.len() bytes (the C API copies it into a string);
-        // the weights tensor is live (or null for none); m is an out-pointer.
         check(
+            // SAFETY: live core; xml is valid for xml.len() bytes (the C API copies it into a string);
+            // the weights tensor is live (or null for none); m is an out-pointer.
             unsafe {
                 sys::ov_core_read_model_from_memory_buffer(
                     self.as_raw(),
@@ -216,9 +216,9 @@ impl Core {
         let c_props = properties.to_c()?;
         let props = as_sys(&c_props);
         let mut cm = std::ptr::null_mut();
-        // SAFETY: live core and model; device name and properties (pointing into c_props) outlive
-        // the call; cm is an out-pointer.
         check(
+            // SAFETY: live core and model; device name and properties (pointing into c_props) outlive
+            // the call; cm is an out-pointer.
             unsafe {
                 sys::ov_core_compile_model_props(
                     self.as_raw(),
@@ -239,9 +239,9 @@ impl Core {
     pub fn import_model(&self, exported: &[u8], device: &str) -> Result<CompiledModel> {
         let c_dev = cstring("device name", device)?;
         let mut cm = std::ptr::null_mut();
-        // SAFETY: live core; exported is valid for its length (read during the call only); cm is an
-        // out-pointer.
         check(
+            // SAFETY: live core; exported is valid for its length (read during the call only); cm is an
+            // out-pointer.
             unsafe {
                 sys::ov_core_import_model(
                     self.as_raw(),

@@ -237,7 +237,9 @@ impl InferRequest {
         // SAFETY (all three): live request and tensor; the C API copies the ov::Tensor (a
         // shared_ptr), and this request keeps our handle (and what it wraps) alive as documented.
         let status = match &port {
+            // SAFETY: as above.
             Port::Input(i) => unsafe { sys::ov_infer_request_set_input_tensor_by_index(raw, *i, t) },
+            // SAFETY: as above.
             Port::Output(i) => unsafe { sys::ov_infer_request_set_output_tensor_by_index(raw, *i, t) },
             Port::Name(n) => {
                 let c = cstring("tensor name", n)?;
@@ -289,7 +291,9 @@ impl InferRequest {
         // SAFETY (all three): live request; t is an out-pointer; the result is a new ov_tensor_t
         // holding a shared_ptr to the request's tensor.
         let status = match &port {
+            // SAFETY: as above.
             Port::Input(i) => unsafe { sys::ov_infer_request_get_input_tensor_by_index(raw, *i, &mut t) },
+            // SAFETY: as above.
             Port::Output(i) => unsafe { sys::ov_infer_request_get_output_tensor_by_index(raw, *i, &mut t) },
             Port::Name(n) => {
                 let c: CString = cstring("tensor name", n)?;

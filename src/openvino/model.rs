@@ -64,6 +64,7 @@ pub(crate) unsafe fn take_port(port: *mut sys::ov_output_const_port_t) -> Result
         let dims = if ps.rank.min == 0 {
             &[][..]
         } else {
+            // SAFETY: as above: rank.min entries, filled by the successful call.
             unsafe { std::slice::from_raw_parts(ps.dims, ps.rank.min as usize) }
         };
         if dims.iter().all(|d| d.min == d.max && d.min >= 0) {

@@ -150,9 +150,9 @@ impl RemoteContext {
         }
         let mut dims = shape.to_i64()?;
         let mut t = std::ptr::null_mut();
-        // SAFETY: live context; the shape borrows dims for the call (copied by the C API); t is an
-        // out-pointer.
         check(
+            // SAFETY: live context; the shape borrows dims for the call (copied by the C API); t is an
+            // out-pointer.
             unsafe {
                 sys::ov_remote_context_create_host_tensor(
                     self.as_raw(),
@@ -279,11 +279,11 @@ impl RemoteContext {
             props.push(sys::ov_property_t { key: c"TENSOR_TYPE".as_ptr(), value: t.as_ptr().cast() });
         }
         let mut t = std::ptr::null_mut();
-        // SAFETY: live context; the shape borrows dims and the properties point into static keys,
-        // mem_type_c and tensor_type_c, all alive during the call (the C API copies strings; the
-        // handle is stored as a pointer value); num_properties counts pairs. The validity of the
-        // handle is the caller's contract.
         check(
+            // SAFETY: live context; the shape borrows dims and the properties point into static keys,
+            // mem_type_c and tensor_type_c, all alive during the call (the C API copies strings; the
+            // handle is stored as a pointer value); num_properties counts pairs. The validity of the
+            // handle is the caller's contract.
             unsafe {
                 sys::ov_remote_context_create_tensor_props(
                     self.as_raw(),

@@ -430,8 +430,8 @@ impl Tensor {
         }
         let mut dims = shape.to_i64()?;
         let mut raw: *mut sys::ov_tensor_t = std::ptr::null_mut();
-        // SAFETY: the shape borrows `dims` for the call only; ptr validity is the caller's contract.
         check(
+            // SAFETY: the shape borrows `dims` for the call only; ptr validity is the caller's contract.
             unsafe {
                 sys::ov_tensor_create_from_host_ptr(element_type.to_sys(), Shape::as_sys(&mut dims), ptr, &mut raw)
             },
