@@ -19,7 +19,7 @@
 //! (`VL0_PROFILE`) a path that laptop lacks (CPU_VA on NPU 37xx) is reported with the reason; the
 //! page-aligned plain tensor is then copied like the unaligned one.
 
-use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver};
+use npu_sycl_bridge::level_zero::{DeviceType, Driver, L0Context};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, KeepAlive, Properties, Tensor, TensorType};
@@ -120,7 +120,7 @@ fn main() -> anyhow::Result<()> {
                 Some((d, dev))
             })
             .ok_or_else(|| anyhow::anyhow!("no GPU driver"))?;
-        let gpu = Arc::new(Context::create(driver)?);
+        let gpu = Arc::new(L0Context::create(driver)?);
         let mut mem = gpu.alloc_device_exportable(device, bytes, 4096)?;
         mem.write(0, &input)?;
         let tensor = npu.import(mem.export_dma_buf()?, ElementType::F32, SHAPE, TensorType::Input)?;

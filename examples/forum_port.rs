@@ -214,7 +214,7 @@ fn run() -> Result<bool> {
         ));
     }
     let npu_platform = Platform::find_by_native_driver(npu.driver().as_raw())?;
-    let npu_device = sycl::Device::find_by_native(npu.device().as_raw())?;
+    let npu_device = sycl::SyclDevice::find_by_native(npu.device().as_raw())?;
     let gpu = sycl::devices()?.into_iter().find(|d| d.is_level_zero() && d.device_type == DeviceType::Gpu).ok_or_else(
         || anyhow!("no Level Zero GPU is a SYCL device here; every SYCL ⇄ NPU strategy needs the iGPU's"),
     )?;
@@ -258,7 +258,7 @@ fn run() -> Result<bool> {
                 // ZE_RESULT_ERROR_INVALID_ARGUMENT from the loader's handle checks and throws before
                 // the runtime sees the handle (tests/sycl_shim.rs, cross_driver_make_context_is_an_error).
                 let forced = unsafe {
-                    sycl::Context::from_level_zero(
+                    sycl::SyclContext::from_level_zero(
                         ze_ctx,
                         std::slice::from_ref(&gpu),
                         LevelZeroOwnership::Keep { keep_alive: Some(keep) },
@@ -297,7 +297,7 @@ fn run() -> Result<bool> {
         "auto t = zero.create_tensor(ov::element::f32, shape, p);",
         "Auto::select(&npu, &sycl_context, &gpu): try the strategies in order, keep the first that works",
     );
-    let sycl_context = sycl::Context::new(&gpu).context("sycl::context(gpu)")?;
+    let sycl_context = sycl::SyclContext::new(&gpu).context("sycl::context(gpu)")?;
     let auto = Auto::select(&npu, &sycl_context, &gpu).context("Auto::select")?;
     let decision = auto.decision();
     got(format!("Auto chose: {} (zero-copy: {})", decision.chosen, yes(decision.chosen.is_zero_copy())));

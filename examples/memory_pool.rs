@@ -51,7 +51,7 @@ fn main() -> anyhow::Result<()> {
         .into_iter()
         .find(|d| d.is_level_zero() && d.device_type == sycl::DeviceType::Gpu)
         .context("no Level Zero GPU is a SYCL device here")?;
-    let context = sycl::Context::new(&gpu)?;
+    let context = sycl::SyclContext::new(&gpu)?;
     let queue = Arc::new(Queue::new(&context, &gpu)?);
     let bytes = din.byte_size().max(dout.byte_size());
     let buffers = (0..BUFFERS)

@@ -107,7 +107,7 @@
 //!    every live `Core` (`ZeroInitStructsHolder::getInstance()`, since openvinotoolkit/openvino#29917),
 //!    and destroys it when the last Core (or tensor, context, model) holding it goes: a later Core
 //!    gets a new one. [`NpuContext`] wraps it as
-//!    a borrowed [`level_zero::Context`] that never destroys it, and keeps the OpenVINO remote
+//!    a borrowed [`level_zero::L0Context`] that never destroys it, and keeps the OpenVINO remote
 //!    context, and through it the Core, alive. A SYCL context made from a foreign `ze_context`
 //!    with `ownership::keep` holds the context's owner as its keep-alive
 //!    ([`sycl::LevelZeroOwnership::Keep`]), so the owner cannot destroy it first. Proved by
@@ -207,7 +207,7 @@
 //! `malloc_shared` returns null and context teardown crashes. This crate turns that into errors:
 //! - [`Strategy::new`]`(CardPath, ..)` returns [`ErrorKind::Unsupported`] `{ path: Path::CardPath }`, whose
 //!   message says the above and names the strategies that work;
-//! - [`sycl::Context::from_level_zero`] probes the context on each device before the runtime sees
+//! - [`sycl::SyclContext::from_level_zero`] probes the context on each device before the runtime sees
 //!   it, so on the virtual platform the forced call is an [`ErrorKind::Sycl`] error rather than a
 //!   later crash. A context of another driver stays outside that `unsafe` fn's contract: on real
 //!   drivers the probe itself hands the NPU driver a GPU device handle.
@@ -230,7 +230,7 @@
            [`Strategy::new`]: strategy::Strategy::new\n[`DmaBuf`]: strategy::StrategyKind::DmaBuf\n[`CpuVa`]: strategy::StrategyKind::CpuVa\n\
            [`NpuToSycl`]: strategy::StrategyKind::NpuToSycl\n[`SharedTensor`]: strategy::SharedTensor\n[`PendingSycl`]: strategy::PendingSycl\n[`sycl`]: crate::sycl\n\
            [`strategy`]: crate::strategy\n[`sycl::LevelZeroOwnership::Keep`]: crate::sycl::LevelZeroOwnership::Keep\n\
-           [`sycl::Context::from_level_zero`]: crate::sycl::Context::from_level_zero\n\
+           [`sycl::SyclContext::from_level_zero`]: crate::sycl::SyclContext::from_level_zero\n\
            [`sycl::ExportableDeviceMemory`]: crate::sycl::ExportableDeviceMemory\n[`sycl::UsmBuffer`]: crate::sycl::UsmBuffer"
 )]
 // Without feature `sycl` the SYCL items do not exist: their links point at the feature's section.
@@ -240,7 +240,7 @@
            [`Strategy::new`]: #feature-sycl\n[`DmaBuf`]: #feature-sycl\n[`CpuVa`]: #feature-sycl\n\
            [`NpuToSycl`]: #feature-sycl\n[`SharedTensor`]: #feature-sycl\n[`PendingSycl`]: #feature-sycl\n[`sycl`]: #feature-sycl\n\
            [`strategy`]: #feature-sycl\n[`sycl::LevelZeroOwnership::Keep`]: #feature-sycl\n\
-           [`sycl::Context::from_level_zero`]: #feature-sycl\n\
+           [`sycl::SyclContext::from_level_zero`]: #feature-sycl\n\
            [`sycl::ExportableDeviceMemory`]: #feature-sycl\n[`sycl::UsmBuffer`]: #feature-sycl"
 )]
 #![deny(missing_docs)]

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use npu_sycl_bridge::openvino::TensorType;
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
 use npu_sycl_bridge::strategy::{Strategy, StrategyKind};
-use npu_sycl_bridge::sycl::{self, Context};
+use npu_sycl_bridge::sycl::{self, SyclContext};
 use npu_sycl_bridge::{Error, ErrorKind};
 
 mod common;
@@ -61,9 +61,9 @@ const RUNTIME_LEAKS: &[(&str, &str, u64)] = &[
 /// The SYCL setup, and the GPU's Level Zero driver and device (found once: the helper panics on errors).
 struct Env {
     base: NpuAndCpu,
-    gpu: sycl::Device,
-    ctx: std::sync::Arc<Context>,
-    l0_gpu: (npu_sycl_bridge::level_zero::Driver, npu_sycl_bridge::level_zero::Device),
+    gpu: sycl::SyclDevice,
+    ctx: std::sync::Arc<SyclContext>,
+    l0_gpu: (npu_sycl_bridge::level_zero::Driver, npu_sycl_bridge::level_zero::L0Device),
 }
 
 fn env() -> Env {
@@ -98,7 +98,7 @@ fn pool_scenario(e: &Env) -> Result<(), Error> {
     let m = &e.base.m;
     let (din, dout) = (&m.inputs[0], &m.outputs[0]);
     let (driver, device) = e.l0_gpu;
-    let gpu = std::sync::Arc::new(npu_sycl_bridge::level_zero::Context::create(driver)?);
+    let gpu = std::sync::Arc::new(npu_sycl_bridge::level_zero::L0Context::create(driver)?);
     let pool = NpuPool::with_allocator(&e.base.npu, PoolLimits::default(), move |len| {
         gpu.alloc_device_exportable(device, len, 4096)
     });

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use npu_sycl_bridge::level_zero::{
-    Context, DeviceType, Driver, ExternalMemoryTypes, HostMemFlags, MemoryKind, INTEL_NPU_DRIVER_UUID,
+    DeviceType, Driver, ExternalMemoryTypes, HostMemFlags, L0Context, MemoryType, INTEL_NPU_DRIVER_UUID,
 };
 use npu_sycl_bridge::npu::LaptopGeneration;
 use npu_sycl_bridge::ErrorKind;
@@ -101,20 +101,20 @@ fn owned_contexts_are_destroyed_once_and_borrowed_ones_never() {
     let _s = serial();
     vp::activate().unwrap();
     let (driver, device) = find(DeviceType::Gpu);
-    let owned = Context::create(driver).unwrap();
+    let owned = L0Context::create(driver).unwrap();
     assert!(owned.is_owned());
     owned.status().unwrap();
 
     // A borrowed wrapper of the same handle: dropping it leaves the context alive.
     // SAFETY: `owned` outlives `borrowed` and is a context of `driver`.
-    let borrowed = unsafe { Context::from_raw_borrowed(owned.as_raw(), driver) };
+    let borrowed = unsafe { L0Context::from_raw_borrowed(owned.as_raw(), driver) };
     assert!(!borrowed.is_owned());
     assert_eq!(borrowed.as_raw(), owned.as_raw());
     drop(borrowed);
     owned.status().unwrap();
     let owned = Arc::new(owned);
     let mem = owned.alloc_host(4096, 4096, HostMemFlags::NONE).unwrap();
-    assert_eq!(owned.memory_properties(mem.as_ptr()).unwrap().kind, MemoryKind::Host);
+    assert_eq!(owned.memory_properties(mem.as_ptr()).unwrap().kind, MemoryType::Host);
     drop(mem);
 
     // with_owner: the owner is dropped exactly when the wrapper is.
@@ -126,7 +126,7 @@ fn owned_contexts_are_destroyed_once_and_borrowed_ones_never() {
     }
     let drops = Arc::new(AtomicUsize::new(0));
     // SAFETY: `owned` (kept alive below) is a live context of `driver`.
-    let b = Arc::new(unsafe { Context::from_raw_borrowed_with_owner(owned.as_raw(), driver, Owner(drops.clone())) });
+    let b = Arc::new(unsafe { L0Context::from_raw_borrowed_with_owner(owned.as_raw(), driver, Owner(drops.clone())) });
     let m = b.alloc_device(device, 8192, 0).unwrap();
     drop(b);
     assert_eq!(drops.load(Ordering::SeqCst), 0, "an allocation keeps its context (and the owner) alive");
@@ -135,11 +135,11 @@ fn owned_contexts_are_destroyed_once_and_borrowed_ones_never() {
     owned.status().unwrap();
 
     // Transfer: an adopted handle is destroyed by Drop.
-    let raw = Context::create(driver).unwrap();
+    let raw = L0Context::create(driver).unwrap();
     let h = raw.as_raw();
     std::mem::forget(raw);
     // SAFETY: `h` is a live context nobody else destroys (its creator was forgotten).
-    let adopted = unsafe { Context::from_raw_owned(h, driver) };
+    let adopted = unsafe { L0Context::from_raw_owned(h, driver) };
     assert!(adopted.is_owned());
     drop(adopted);
 }
@@ -150,13 +150,13 @@ fn allocation_queries_and_host_device_round_trips() {
     vp::activate().unwrap();
     let (driver, gpu) = find(DeviceType::Gpu);
     let live0 = counter("gpu.live_allocations");
-    let ctx = Arc::new(Context::create(driver).unwrap());
+    let ctx = Arc::new(L0Context::create(driver).unwrap());
 
     let mut host = ctx.alloc_host(10_000, 4096, HostMemFlags::BIAS_CACHED).unwrap();
     assert_eq!(host.len(), 10_000);
     assert_eq!(host.as_ptr() as usize % 4096, 0);
     let info = host.info().unwrap();
-    assert_eq!(info.kind, MemoryKind::Host);
+    assert_eq!(info.kind, MemoryType::Host);
     assert_ne!(info.id, 0);
     assert!(info.page_size > 0);
     // Interior pointers resolve to the same allocation.
@@ -169,7 +169,7 @@ fn allocation_queries_and_host_device_round_trips() {
     // Plain process memory is unknown to the driver.
     let local = [0u8; 64];
     let foreign = ctx.memory_properties(local.as_ptr().cast()).unwrap();
-    assert_eq!((foreign.kind, foreign.id), (MemoryKind::Unknown, 0));
+    assert_eq!((foreign.kind, foreign.id), (MemoryType::Unknown, 0));
 
     host.write(100, b"host bytes").unwrap();
     let mut back = [0u8; 10];
@@ -180,7 +180,7 @@ fn allocation_queries_and_host_device_round_trips() {
 
     let mut dev = ctx.alloc_device(gpu, 1 << 16, 0).unwrap();
     let dinfo = dev.info().unwrap();
-    assert_eq!(dinfo.kind, MemoryKind::Device);
+    assert_eq!(dinfo.kind, MemoryType::Device);
     assert_eq!(dinfo.device, Some(gpu));
     assert_ne!(dinfo.id, info.id);
     let pattern: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
@@ -190,7 +190,7 @@ fn allocation_queries_and_host_device_round_trips() {
     assert_eq!(got, pattern);
 
     let shared = ctx.alloc_shared(gpu, 4096, 64).unwrap();
-    assert_eq!(shared.info().unwrap().kind, MemoryKind::Shared);
+    assert_eq!(shared.info().unwrap().kind, MemoryType::Shared);
 
     assert_eq!(counter("gpu.live_allocations"), live0 + 3);
     drop((host, dev, shared));
@@ -208,7 +208,7 @@ fn dma_buf_export_and_import_share_the_same_pages() {
     let exports0 = counter("gpu.exports.dma_buf");
     let npu_imports0 = counter("npu.imports.dma_buf");
     {
-        let exporter = Arc::new(Context::create(gpu_driver).unwrap());
+        let exporter = Arc::new(L0Context::create(gpu_driver).unwrap());
         let mut mem = exporter.alloc_device_exportable(gpu, 3 * 4096, 4096).unwrap();
         mem.write(0, &[0xAB; 4096]).unwrap();
         let fds_alloc = open_fds(); // the virtual GPU backs exportable memory with a memfd
@@ -218,7 +218,7 @@ fn dma_buf_export_and_import_share_the_same_pages() {
         assert_eq!(open_fds(), fds_alloc + 1, "the export is one new fd, owned by us");
 
         // Import on a second GPU context (device memory), borrowing the fd.
-        let importer = Arc::new(Context::create(gpu_driver).unwrap());
+        let importer = Arc::new(L0Context::create(gpu_driver).unwrap());
         let imported = importer.import_dma_buf(Some(gpu), fd.as_fd(), 3 * 4096).unwrap();
         let mut first = [0u8; 16];
         imported.read(0, &mut first).unwrap();
@@ -230,7 +230,7 @@ fn dma_buf_export_and_import_share_the_same_pages() {
         assert_eq!(&seen, b"after import");
 
         // The NPU imports it as host memory, owning a dup of the fd.
-        let npu_ctx = Arc::new(Context::create(npu_driver).unwrap());
+        let npu_ctx = Arc::new(L0Context::create(npu_driver).unwrap());
         let dup = fd.try_clone().unwrap();
         let on_npu = npu_ctx.import_dma_buf_owned(None, dup, 3 * 4096).unwrap();
         assert_eq!(counter("npu.imports.dma_buf"), npu_imports0 + 1);
@@ -258,7 +258,7 @@ fn errors_carry_the_result_and_the_call() {
     vp::activate().unwrap();
     let (gpu_driver, gpu) = find(DeviceType::Gpu);
     let (npu_driver, _) = find(DeviceType::Vpu);
-    let ctx = Arc::new(Context::create(gpu_driver).unwrap());
+    let ctx = Arc::new(L0Context::create(gpu_driver).unwrap());
 
     // Injected out-of-memory on the next zeMemAllocHost.
     vp::fault_inject("zeMemAllocHost", 1, 0x7000_0002).unwrap();
@@ -268,7 +268,7 @@ fn errors_carry_the_result_and_the_call() {
     ctx.alloc_host(4096, 0, HostMemFlags::NONE).unwrap(); // the fault fired once
 
     // A device of another driver is refused before Level Zero is called.
-    let npu_ctx = Arc::new(Context::create(npu_driver).unwrap());
+    let npu_ctx = Arc::new(L0Context::create(npu_driver).unwrap());
     let e = npu_ctx.alloc_device(gpu, 4096, 0).unwrap_err();
     assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
 
@@ -300,7 +300,7 @@ fn a_free_that_fails_in_drop_is_returned_by_the_next_allocation() {
     let _s = serial();
     vp::activate().unwrap();
     let (gpu_driver, gpu) = find(DeviceType::Gpu);
-    let ctx = Arc::new(Context::create(gpu_driver).unwrap());
+    let ctx = Arc::new(L0Context::create(gpu_driver).unwrap());
     let invalid = npu_sycl_bridge::level_zero::sys::ZE_RESULT_ERROR_INVALID_ARGUMENT;
 
     // Drop cannot return the failure of zeMemFree: the next allocation in the context does.

@@ -17,7 +17,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, OnceLock};
 
-use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation};
+use npu_sycl_bridge::level_zero::{DeviceType, L0Allocation, L0Context};
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{ElementType, MemType, Shape, TensorType};
 use npu_sycl_bridge::ErrorKind;
@@ -89,8 +89,8 @@ fn tensor_type() -> impl Strategy<Value = TensorType> {
 /// The NPU context (one model compiled for the NPU) and a GPU context to export dma-bufs from.
 struct Setup {
     npu: NpuContext,
-    gpu: Arc<Context>,
-    device: npu_sycl_bridge::level_zero::Device,
+    gpu: Arc<L0Context>,
+    device: npu_sycl_bridge::level_zero::L0Device,
 }
 
 fn setup() -> &'static Setup {
@@ -98,7 +98,7 @@ fn setup() -> &'static Setup {
     SETUP.get_or_init(|| {
         let npu = NpuAndCpu::new(core(), models::fully_connected()).npu;
         let (driver, device) = l0_device(DeviceType::Gpu);
-        Setup { npu, gpu: Arc::new(Context::create(driver).unwrap()), device }
+        Setup { npu, gpu: Arc::new(L0Context::create(driver).unwrap()), device }
     })
 }
 

@@ -5,7 +5,7 @@
 //! with the platform's counters.
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation};
+use npu_sycl_bridge::level_zero::{DeviceType, L0Allocation, L0Context};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::memory::{MemoryKind, NpuMemory, RawMemory};
 use npu_sycl_bridge::openvino::{ElementType, KeepAlive, MemType, TensorType};
@@ -22,13 +22,13 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn gpu() -> (Arc<Context>, npu_sycl_bridge::level_zero::Device) {
+fn gpu() -> (Arc<L0Context>, npu_sycl_bridge::level_zero::L0Device) {
     let (driver, device) = l0_device(DeviceType::Gpu);
-    (Arc::new(Context::create(driver).unwrap()), device)
+    (Arc::new(L0Context::create(driver).unwrap()), device)
 }
 
 /// GPU device memory (exportable) holding `bytes`.
-fn gpu_memory(ctx: &Arc<Context>, device: npu_sycl_bridge::level_zero::Device, bytes: &[u8]) -> L0Allocation {
+fn gpu_memory(ctx: &Arc<L0Context>, device: npu_sycl_bridge::level_zero::L0Device, bytes: &[u8]) -> L0Allocation {
     let mut mem = ctx.alloc_device_exportable(device, 4096, 4096).unwrap();
     mem.write(0, bytes).unwrap();
     mem
@@ -45,7 +45,7 @@ fn level_zero_device_memory_is_imported_as_a_dma_buf_zero_copy() {
     {
         // The allocations move into the tensors: the GPU's memory is reached through them.
         let mem = [gpu_memory(&ctx, device, &a), gpu_memory(&ctx, device, &b)];
-        assert_eq!(mem[0].memory_kind(), MemoryKind::LevelZero(npu_sycl_bridge::level_zero::MemoryKind::Device));
+        assert_eq!(mem[0].memory_kind(), MemoryKind::LevelZero(npu_sycl_bridge::level_zero::MemoryType::Device));
         let [ma, mb] = mem;
         let ta = s.npu.import(ma, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
         let tb = s.npu.import(mb, ElementType::F32, [1, 1024], TensorType::Input).unwrap();

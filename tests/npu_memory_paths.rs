@@ -11,7 +11,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use npu_sycl_bridge::error::Aligned;
-use npu_sycl_bridge::level_zero::{dup_fd, Context, DeviceType, L0Allocation, MemoryKind};
+use npu_sycl_bridge::level_zero::{dup_fd, DeviceType, L0Allocation, L0Context, MemoryType};
 use npu_sycl_bridge::memory::{PageAlignedBuffer, RawMemory};
 use npu_sycl_bridge::npu::{LaptopGeneration, NpuContext, NpuTensor};
 use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, MemType, Properties, Tensor, TensorType};
@@ -44,13 +44,13 @@ fn read_remote(t: &NpuTensor) -> Vec<u8> {
 }
 
 struct Gpu {
-    ctx: Arc<Context>,
-    device: npu_sycl_bridge::level_zero::Device,
+    ctx: Arc<L0Context>,
+    device: npu_sycl_bridge::level_zero::L0Device,
 }
 
 fn gpu() -> Gpu {
     let (driver, device) = l0_device(DeviceType::Gpu);
-    Gpu { ctx: Arc::new(Context::create(driver).unwrap()), device }
+    Gpu { ctx: Arc::new(L0Context::create(driver).unwrap()), device }
 }
 
 impl Gpu {
@@ -197,7 +197,7 @@ fn l0_host_tensors_match_the_cpu_plugin_without_copies() {
     assert_eq!(p.mem_type, Some(MemType::L0InternalBuf));
     assert_eq!(p.tensor_type, Some(TensorType::Input));
     let info = s.npu.level_zero_context().memory_properties(p.mem_handle).unwrap();
-    assert_eq!(info.kind, MemoryKind::Host, "plugin-allocated host memory");
+    assert_eq!(info.kind, MemoryType::Host, "plugin-allocated host memory");
 
     let x = s.m.sample_input(0);
     write_remote(&mut input, &x);

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use npu_sycl_bridge::error::Aligned;
-use npu_sycl_bridge::level_zero::{Context, DeviceType, L0Allocation};
+use npu_sycl_bridge::level_zero::{DeviceType, L0Allocation, L0Context};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::memory::{NpuMemory, RawMemory};
 use npu_sycl_bridge::npu::NpuTensor;
@@ -150,8 +150,8 @@ fn tensor() -> impl Strategy<Value = (ElementType, Vec<usize>, TensorType)> {
 /// The reference model on the NPU and the CPU, and a GPU context to allocate from.
 struct Setup {
     s: NpuAndCpu,
-    gpu: Arc<Context>,
-    device: npu_sycl_bridge::level_zero::Device,
+    gpu: Arc<L0Context>,
+    device: npu_sycl_bridge::level_zero::L0Device,
     /// Whether the NPU imports user memory on this profile.
     user_memory: bool,
 }
@@ -162,7 +162,7 @@ fn setup() -> &'static Setup {
         let s = NpuAndCpu::new(core(), models::fully_connected());
         let user_memory = imports_user_memory(&s.npu);
         let (driver, device) = l0_device(DeviceType::Gpu);
-        Setup { s, gpu: Arc::new(Context::create(driver).unwrap()), device, user_memory }
+        Setup { s, gpu: Arc::new(L0Context::create(driver).unwrap()), device, user_memory }
     })
 }
 

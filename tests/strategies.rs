@@ -144,7 +144,8 @@ mod inner {
     };
     use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
     use npu_sycl_bridge::sycl::{
-        self, Context, ContextOrigin, ExportableDeviceMemory, LevelZeroOwnership, Queue, SyclMemory, UsmBuffer, UsmKind,
+        self, ContextOrigin, ExportableDeviceMemory, LevelZeroOwnership, Queue, SyclContext, SyclMemory, UsmBuffer,
+        UsmKind,
     };
     use npu_sycl_bridge::{ErrorKind, Path};
     use testkit::models::{self, ReferenceModel};
@@ -168,8 +169,8 @@ mod inner {
     /// The model compiled for the NPU and for the CPU, the NPU context, and the iGPU's SYCL context.
     struct Env {
         base: NpuAndCpu,
-        gpu: sycl::Device,
-        ctx: Arc<Context>,
+        gpu: sycl::SyclDevice,
+        ctx: Arc<SyclContext>,
     }
 
     impl std::ops::Deref for Env {
@@ -182,7 +183,7 @@ mod inner {
     fn env_with(core: &Core, m: ReferenceModel) -> Env {
         let base = NpuAndCpu::new(core, m);
         let gpu = sycl_gpu();
-        let ctx = Context::new(&gpu).expect("sycl::context(gpu)");
+        let ctx = SyclContext::new(&gpu).expect("sycl::context(gpu)");
         Env { base, gpu, ctx }
     }
 
@@ -312,7 +313,7 @@ mod inner {
         let err = Strategy::new(StrategyKind::CardPath, &e.npu, &e.ctx, &e.gpu).unwrap_err();
         assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
         // A context of its own on the NPU's driver: the same answer.
-        let own = Arc::new(l0::Context::create(e.npu.driver()).unwrap());
+        let own = Arc::new(l0::L0Context::create(e.npu.driver()).unwrap());
         let err = Strategy::card_path(&own, &e.npu).unwrap_err();
         assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
         assert!(format!("{err:#}").contains("NPU's driver"), "{err}");
@@ -335,7 +336,7 @@ mod inner {
             // live (the NpuContext and `npu_l0` keep the plugin's context alive) and kept with `keep`,
             // so nothing destroys it. The shim's probe must turn the mismatch into an error.
             let r = unsafe {
-                Context::from_level_zero(
+                SyclContext::from_level_zero(
                     npu_l0.as_raw(),
                     std::slice::from_ref(&e.gpu),
                     LevelZeroOwnership::Keep { keep_alive },
@@ -346,7 +347,7 @@ mod inner {
             assert_eq!(err.kind(), &ErrorKind::Sycl, "{err}");
         }
         // The safe form refuses before calling the runtime.
-        let err = Context::from_level_zero_context(&npu_l0, std::slice::from_ref(&e.gpu)).unwrap_err();
+        let err = SyclContext::from_level_zero_context(&npu_l0, std::slice::from_ref(&e.gpu)).unwrap_err();
         assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
         e.npu.level_zero_context().status().expect("the plugin's context is untouched");
         // The process is fine: a strategy still works end to end.
@@ -361,7 +362,7 @@ mod inner {
             return;
         }
         let e = env(models::multi_io());
-        let l0ctx = Arc::new(l0::Context::create(gpu_driver()).expect("zeContextCreate on the GPU's driver"));
+        let l0ctx = Arc::new(l0::L0Context::create(gpu_driver()).expect("zeContextCreate on the GPU's driver"));
         let card = Strategy::card_path(&l0ctx, &e.npu).expect("the card path over a context SYCL can wrap");
         assert_eq!(card.sycl_context().origin(), ContextOrigin::LevelZeroKeep);
         assert_eq!(card.sycl_context().native().unwrap(), l0ctx.as_raw(), "make_context used our handle");
@@ -656,7 +657,7 @@ mod inner {
             let mem_handle = t.remote_tensor().params().unwrap().mem_handle;
             assert_eq!(
                 e.npu.level_zero_context().memory_properties(mem_handle).unwrap().kind,
-                npu_sycl_bridge::level_zero::MemoryKind::Host,
+                npu_sycl_bridge::level_zero::MemoryType::Host,
                 "the tensor is the plugin's import, an allocation of its context"
             );
             // SYCL sees its own device memory (the import of the NPU's pages), usable by kernels.
@@ -959,7 +960,7 @@ mod inner {
             r.wait().unwrap();
             input.write(0, &x).unwrap();
             // SYCL memory of another context is refused, and so is a queue of another context.
-            let other = Context::new(&e.gpu).unwrap();
+            let other = SyclContext::new(&e.gpu).unwrap();
             let foreign = UsmBuffer::new(&other, &e.gpu, UsmKind::Device, 4096, 64).unwrap();
             let err = input.copy_from(&foreign, 4096).unwrap_err();
             assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{err}");
@@ -1021,7 +1022,7 @@ mod inner {
         // A: the request outlives everything else: shared tensors, strategy, SYCL context clone,
         // NPU context clone. Only clones of the output remote tensors are kept to read results.
         for kind in [StrategyKind::DmaBuf, StrategyKind::NpuExport, StrategyKind::NpuToSycl] {
-            let ctx = Context::new(&e.gpu).unwrap();
+            let ctx = SyclContext::new(&e.gpu).unwrap();
             let npu = e.npu.clone();
             let s = Strategy::new(kind, &npu, &ctx, &e.gpu).unwrap();
             let t = make_four(&s, &e);
@@ -1041,7 +1042,7 @@ mod inner {
         // B: the request first, then the SYCL context, then the strategy, then the tensors; the
         // tensors still work through a new queue of their (kept) SYCL context.
         {
-            let ctx = Context::new(&e.gpu).unwrap();
+            let ctx = SyclContext::new(&e.gpu).unwrap();
             let s = Strategy::new(StrategyKind::DmaBuf, &e.npu, &ctx, &e.gpu).unwrap();
             let mut t = make_four(&s, &e);
             let mut r = e.request();

@@ -91,8 +91,8 @@ mod inner {
 
     use npu_sycl_bridge::level_zero as l0;
     use npu_sycl_bridge::sycl::{
-        self, Backend, Context, ContextOrigin, Device, DeviceType, ExportableDeviceMemory, ImportedMemory,
-        LevelZeroOwnership, NativeQueue, Platform, Queue, SyclMemory, UsmBuffer, UsmKind,
+        self, Backend, ContextOrigin, DeviceType, ExportableDeviceMemory, ImportedMemory, LevelZeroOwnership,
+        NativeQueue, Platform, Queue, SyclContext, SyclDevice, SyclMemory, UsmBuffer, UsmKind,
     };
     use npu_sycl_bridge::ErrorKind;
 
@@ -112,7 +112,7 @@ mod inner {
     struct Gpu {
         vp: &'static VirtualPlatform,
         platform: Platform,
-        device: Device,
+        device: SyclDevice,
         driver: l0::Driver,
     }
 
@@ -159,10 +159,10 @@ mod inner {
         }
         // "None" is a normal answer, not an error.
         let bogus = 0x1000usize as level_zero_sys::ze_device_handle_t;
-        assert!(Device::find_by_native(bogus).expect("lookup").is_none());
+        assert!(SyclDevice::find_by_native(bogus).expect("lookup").is_none());
         let bogus = 0x2000usize as level_zero_sys::ze_driver_handle_t;
         assert!(Platform::find_by_native_driver(bogus).expect("lookup").is_none());
-        assert!(Device::find_by_native(std::ptr::null_mut()).expect("lookup").is_none());
+        assert!(SyclDevice::find_by_native(std::ptr::null_mut()).expect("lookup").is_none());
         done("platforms_without_a_level_zero_loader");
     }
 
@@ -178,7 +178,7 @@ mod inner {
         assert!(g.device.is_level_zero());
         assert_eq!(g.device.native_driver(), g.platform.native_driver());
         let native = g.device.native_device().expect("native device");
-        assert_eq!(Device::find_by_native(native).unwrap().as_ref(), Some(&g.device));
+        assert_eq!(SyclDevice::find_by_native(native).unwrap().as_ref(), Some(&g.device));
         let p = Platform::find_by_native_driver(g.platform.native_driver().unwrap()).unwrap();
         assert_eq!(p.as_ref(), Some(&g.platform));
         // The NPU has its own driver; SYCL never lists it, and looking it up is a normal "none".
@@ -186,7 +186,7 @@ mod inner {
         for driver in l0::Driver::all().expect("L0 drivers") {
             for dev in driver.devices().expect("L0 devices") {
                 let props = dev.properties().expect("device properties");
-                let found = Device::find_by_native(dev.as_raw()).expect("lookup");
+                let found = SyclDevice::find_by_native(dev.as_raw()).expect("lookup");
                 if props.device_type == l0::DeviceType::Gpu {
                     assert_eq!(found.as_ref(), Some(&g.device));
                 } else {
@@ -201,7 +201,7 @@ mod inner {
     }
 
     /// Round trips through every USM kind on `queue`.
-    fn usm_round_trips(ctx: &Arc<Context>, device: &Device, queue: &Queue) {
+    fn usm_round_trips(ctx: &Arc<SyclContext>, device: &SyclDevice, queue: &Queue) {
         for kind in [UsmKind::Host, UsmKind::Shared, UsmKind::Device] {
             for (len, align) in [(4096usize, 4096usize), (1000, 64), (3 << 16, 0)] {
                 let mut buf = UsmBuffer::new(ctx, device, kind, len, align).expect("USM allocation");
@@ -266,11 +266,11 @@ mod inner {
         let g = gpu();
         let live_before = g.vp.counter("gpu.live_allocations");
         let copied_before = g.vp.counter("gpu.bytes_copied");
-        let l0ctx = Arc::new(l0::Context::create(g.driver).expect("zeContextCreate"));
+        let l0ctx = Arc::new(l0::L0Context::create(g.driver).expect("zeContextCreate"));
         let keep_alive: Arc<dyn Any + Send + Sync> = l0ctx.clone();
         // SAFETY: l0ctx is a live context of the GPU's driver, kept alive by the keep-alive we pass.
         let ctx = unsafe {
-            Context::from_level_zero(
+            SyclContext::from_level_zero(
                 l0ctx.as_raw(),
                 std::slice::from_ref(&g.device),
                 LevelZeroOwnership::Keep { keep_alive: Some(keep_alive) },
@@ -312,13 +312,13 @@ mod inner {
             return;
         }
         let g = gpu();
-        let l0ctx = Arc::new(l0::Context::create(g.driver).expect("zeContextCreate"));
+        let l0ctx = Arc::new(l0::L0Context::create(g.driver).expect("zeContextCreate"));
         let dropped = Arc::new(AtomicBool::new(false));
         {
             // SAFETY: l0ctx is a live context of the GPU's driver and outlives the SYCL context (we hold
             // it here until the end of the test).
             let ctx = unsafe {
-                Context::from_level_zero(
+                SyclContext::from_level_zero(
                     l0ctx.as_raw(),
                     std::slice::from_ref(&g.device),
                     LevelZeroOwnership::Keep { keep_alive: Some(Arc::new(DropFlag(dropped.clone()))) },
@@ -345,7 +345,7 @@ mod inner {
         // Keep without a keep-alive: the caller guarantees the lifetime.
         // SAFETY: l0ctx outlives ctx2 (dropped just below).
         let ctx2 = unsafe {
-            Context::from_level_zero(
+            SyclContext::from_level_zero(
                 l0ctx.as_raw(),
                 std::slice::from_ref(&g.device),
                 LevelZeroOwnership::Keep { keep_alive: None },
@@ -359,9 +359,9 @@ mod inner {
     }
 
     /// The L0 device of the SYCL GPU.
-    fn unsafe_device(g: &Gpu) -> l0::Device {
+    fn unsafe_device(g: &Gpu) -> l0::L0Device {
         // SAFETY: the handle is SYCL's get_native of its device, of driver `g.driver`.
-        unsafe { l0::Device::from_raw(g.device.native_device().unwrap(), g.driver) }
+        unsafe { l0::L0Device::from_raw(g.device.native_device().unwrap(), g.driver) }
     }
 
     #[test]
@@ -383,7 +383,7 @@ mod inner {
         // SAFETY: `raw` is a fresh context of the GPU's driver; ownership moves to SYCL here and we never
         // touch the handle again after the context is dropped.
         let ctx =
-            unsafe { Context::from_level_zero(raw, std::slice::from_ref(&g.device), LevelZeroOwnership::Transfer) }
+            unsafe { SyclContext::from_level_zero(raw, std::slice::from_ref(&g.device), LevelZeroOwnership::Transfer) }
                 .expect("make_context(transfer)");
         assert_eq!(ctx.origin(), ContextOrigin::LevelZeroTransfer);
         assert!(!ctx.has_keep_alive());
@@ -405,7 +405,7 @@ mod inner {
             return;
         }
         let g = gpu();
-        let ctx = Context::new(&g.device).expect("sycl::context(device)");
+        let ctx = SyclContext::new(&g.device).expect("sycl::context(device)");
         assert_eq!(ctx.origin(), ContextOrigin::Sycl);
         assert!(!ctx.native().unwrap().is_null());
         let queue = Queue::new(&ctx, &g.device).unwrap();
@@ -417,7 +417,7 @@ mod inner {
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
         // SAFETY: null is rejected before any use.
         let e = unsafe {
-            Context::from_level_zero(
+            SyclContext::from_level_zero(
                 std::ptr::null_mut(),
                 std::slice::from_ref(&g.device),
                 LevelZeroOwnership::Transfer,
@@ -433,7 +433,7 @@ mod inner {
         g.vp.clear_faults();
         UsmBuffer::new(&ctx, &g.device, UsmKind::Shared, 4096, 64).expect("allocations work again");
         // Memory of another context cannot be used with this queue.
-        let other = Context::new(&g.device).unwrap();
+        let other = SyclContext::new(&g.device).unwrap();
         let mut foreign = UsmBuffer::new(&other, &g.device, UsmKind::Shared, 64, 64).unwrap();
         let e = queue.fill(&mut foreign, 0).unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
@@ -462,9 +462,9 @@ mod inner {
             return;
         }
         let g = gpu();
-        let l0ctx = Arc::new(l0::Context::create(g.driver).unwrap());
+        let l0ctx = Arc::new(l0::L0Context::create(g.driver).unwrap());
         // The safe form: the Arc is the keep-alive.
-        let ctx = Context::from_level_zero_context(&l0ctx, std::slice::from_ref(&g.device)).unwrap();
+        let ctx = SyclContext::from_level_zero_context(&l0ctx, std::slice::from_ref(&g.device)).unwrap();
         assert_eq!(ctx.origin(), ContextOrigin::LevelZeroKeep);
         let queue = Queue::new(&ctx, &g.device).unwrap();
         let len = 1 << 16;
@@ -508,7 +508,7 @@ mod inner {
             return;
         }
         let g = gpu();
-        let ctx = Context::new(&g.device).unwrap();
+        let ctx = SyclContext::new(&g.device).unwrap();
         let queue = Queue::new(&ctx, &g.device).unwrap();
         let len = 1 << 16;
         // A memfd no driver exported is not a dma-buf: the GPU driver's PRIME import refuses it.
@@ -563,24 +563,25 @@ mod inner {
             .into_iter()
             .find(|d| d.as_raw() != g.driver.as_raw())
             .expect("a second Level Zero driver (the virtual NPU's)");
-        let npu_ctx = Arc::new(l0::Context::create(other).expect("context of the other driver"));
+        let npu_ctx = Arc::new(l0::L0Context::create(other).expect("context of the other driver"));
         for ownership in [
             LevelZeroOwnership::Keep { keep_alive: Some(npu_ctx.clone()) },
             LevelZeroOwnership::Keep { keep_alive: None },
         ] {
             // SAFETY: a live context (of another driver: that is the point); kept alive by npu_ctx.
-            let r = unsafe { Context::from_level_zero(npu_ctx.as_raw(), std::slice::from_ref(&g.device), ownership) };
+            let r =
+                unsafe { SyclContext::from_level_zero(npu_ctx.as_raw(), std::slice::from_ref(&g.device), ownership) };
             let e = r.expect_err("make_context with a context of another driver must fail");
             println!("adapter {}: {e}", adapter());
             assert_eq!(e.kind(), &ErrorKind::Sycl);
             assert!(e.to_string().contains("does not accept device"), "the C++ what() text is kept: {e}");
         }
-        let e = Context::from_level_zero_context(&npu_ctx, std::slice::from_ref(&g.device)).unwrap_err();
+        let e = SyclContext::from_level_zero_context(&npu_ctx, std::slice::from_ref(&g.device)).unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument, "{e}");
         assert_eq!(Arc::strong_count(&npu_ctx), 1, "the keep-alive was not leaked on error");
         npu_ctx.status().expect("the other driver's context is untouched");
         // The process is fine: a correct context still works.
-        let ctx = Context::new(&g.device).unwrap();
+        let ctx = SyclContext::new(&g.device).unwrap();
         let queue = Queue::new(&ctx, &g.device).unwrap();
         let mut buf = UsmBuffer::new(&ctx, &g.device, UsmKind::Shared, 4096, 64).unwrap();
         buf.fill(&queue, 3).unwrap();

@@ -13,7 +13,7 @@ use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex};
 
 use common::{compile, sample_tensors};
-use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver, ExternalMemoryTypes};
+use npu_sycl_bridge::level_zero::{DeviceType, Driver, ExternalMemoryTypes, L0Context};
 use npu_sycl_bridge::openvino::{
     CompiledModel, Core, ElementType, MemType, Properties, RemoteTensor, Tensor, TensorType,
 };
@@ -184,11 +184,11 @@ fn npu_is_listed_and_its_context_belongs_to_the_npu_driver() {
     let host = ctx.create_host_tensor(ElementType::F32, vec![1, 1024]).unwrap();
     let p = host.data_ptr().unwrap();
     // SAFETY: the plugin's context outlives `core`, which outlives these borrowed wrappers.
-    let on_npu = Arc::new(unsafe { Context::from_raw_borrowed(raw.cast(), npu) });
+    let on_npu = Arc::new(unsafe { L0Context::from_raw_borrowed(raw.cast(), npu) });
     let info = on_npu.memory_properties(p).unwrap();
-    assert_eq!(info.kind, npu_sycl_bridge::level_zero::MemoryKind::Host, "{info:?}");
-    let gpu_ctx = Arc::new(Context::create(gpu).unwrap());
-    assert_eq!(gpu_ctx.memory_properties(p).unwrap().kind, npu_sycl_bridge::level_zero::MemoryKind::Unknown);
+    assert_eq!(info.kind, npu_sycl_bridge::level_zero::MemoryType::Host, "{info:?}");
+    let gpu_ctx = Arc::new(L0Context::create(gpu).unwrap());
+    assert_eq!(gpu_ctx.memory_properties(p).unwrap().kind, npu_sycl_bridge::level_zero::MemoryType::Unknown);
     // A device of the GPU driver is foreign to that context.
     let gpu_dev = gpu.devices().unwrap()[0];
     assert!(on_npu.alloc_device(gpu_dev, 4096, 4096).is_err());
@@ -263,7 +263,7 @@ fn dma_buf_from_the_virtual_gpu_is_consumed_without_copy() {
 
     // The producer: device memory of the virtual GPU, exported as a dma-buf.
     let gpu = driver_of_type(DeviceType::Gpu);
-    let gpu_ctx = Arc::new(Context::create(gpu).unwrap());
+    let gpu_ctx = Arc::new(L0Context::create(gpu).unwrap());
     let gpu_dev = gpu.devices().unwrap()[0];
     let mut buf = gpu_ctx.alloc_device_exportable(gpu_dev, bytes, 4096).unwrap();
     let fd = buf.export_dma_buf().unwrap();
@@ -643,7 +643,7 @@ mod direct {
         api: &'static ZeApi,
         driver: ze_driver_handle_t,
         device: ze_device_handle_t,
-        ctx: Arc<Context>,
+        ctx: Arc<L0Context>,
         graph: &'static ze_graph_dditable_ext_t,
         queue: ze_command_queue_handle_t,
         /// OpenVINO must be loaded in the process for the driver to compile graphs.
@@ -656,7 +656,7 @@ mod direct {
             let api = level_zero_sys::loader::api().unwrap();
             let drv = driver_of_type(DeviceType::Vpu);
             let device = drv.devices().unwrap()[0].as_raw();
-            let ctx = Arc::new(Context::create(drv).unwrap());
+            let ctx = Arc::new(L0Context::create(drv).unwrap());
             let mut table: *mut c_void = std::ptr::null_mut();
             let r =
                 ze!(api, zeDriverGetExtensionFunctionAddress(drv.as_raw(), c"ZE_extension_graph".as_ptr(), &mut table));
@@ -1015,7 +1015,7 @@ mod direct {
         let r = unsafe { n.graph.pfnGetProperties.unwrap()(not_a_graph.as_ptr() as ze_graph_handle_t, &mut props) };
         assert_eq!(r, ZE_RESULT_ERROR_INVALID_ARGUMENT);
         // A context of the GPU driver cannot create NPU graphs.
-        let gpu_ctx = Context::create(driver_of_type(DeviceType::Gpu)).unwrap();
+        let gpu_ctx = L0Context::create(driver_of_type(DeviceType::Gpu)).unwrap();
         let lite = ngraph_lite(&m);
         let desc = ze_graph_desc_2_t {
             stype: ZE_STRUCTURE_TYPE_GRAPH_DESC_2,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver, L0Allocation};
+use npu_sycl_bridge::level_zero::{DeviceType, Driver, L0Allocation, L0Context};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, Properties, Tensor, TensorType};
@@ -37,11 +37,11 @@ pub fn label(path: &str) -> &'static str {
 
 pub const COUNTERS: [&str; 4] = ["npu.bytes_copied", "npu.imports.sysmem", "npu.imports.dma_buf", "npu.inferences"];
 
-fn gpu() -> Result<(Arc<Context>, npu_sycl_bridge::level_zero::Device)> {
+fn gpu() -> Result<(Arc<L0Context>, npu_sycl_bridge::level_zero::L0Device)> {
     for d in Driver::all()? {
         for dev in d.devices()? {
             if dev.properties()?.device_type == DeviceType::Gpu {
-                return Ok((Arc::new(Context::create(d)?), dev));
+                return Ok((Arc::new(L0Context::create(d)?), dev));
             }
         }
     }

@@ -6,22 +6,22 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
-use super::{api, check, require, sys, AllocationInfo, Device, Driver, HostMemFlags, L0Allocation, MemoryKind};
+use super::{api, check, require, sys, AllocationInfo, Driver, HostMemFlags, L0Allocation, L0Device, MemoryType};
 use crate::error::{Error, Path, Result};
 
 /// A Level Zero context (`ze_context_handle_t`).
 ///
 /// Two kinds, decided when it is made (as wgpu-hal's `keep` vs `transfer`):
-/// - **owned**: made by [`Context::create`] or adopted with [`Context::from_raw_owned`];
+/// - **owned**: made by [`L0Context::create`] or adopted with [`L0Context::from_raw_owned`];
 ///   destroyed exactly once, by `Drop`, with `zeContextDestroy`;
-/// - **borrowed**: wrapped with [`Context::from_raw_borrowed`] or
-///   [`Context::from_raw_borrowed_with_owner`]; never destroyed here. The second form keeps an
+/// - **borrowed**: wrapped with [`L0Context::from_raw_borrowed`] or
+///   [`L0Context::from_raw_borrowed_with_owner`]; never destroyed here. The second form keeps an
 ///   `owner` value alive (for example the OpenVINO remote context that owns the handle) and drops it
 ///   when the wrapper is dropped, like wgpu-hal's drop callback.
 ///
-/// Allocations ([`L0Allocation`]) hold an `Arc<Context>`, so a context is never destroyed while
+/// Allocations ([`L0Allocation`]) hold an `Arc<L0Context>`, so a context is never destroyed while
 /// memory allocated in it is still alive.
-pub struct Context {
+pub struct L0Context {
     handle: sys::ze_context_handle_t,
     driver: Driver,
     ownership: Ownership,
@@ -37,20 +37,20 @@ enum Ownership {
 
 // SAFETY: Level Zero context handles may be used from any thread (the spec makes every API except
 // command-list recording free-threaded); the owner value is itself Send + Sync.
-unsafe impl Send for Context {}
+unsafe impl Send for L0Context {}
 // SAFETY: `&Context` only passes the handle to free-threaded calls.
-unsafe impl Sync for Context {}
+unsafe impl Sync for L0Context {}
 
-impl Context {
+impl L0Context {
     /// `zeContextCreate` on `driver`: an owned context, destroyed in `Drop`.
-    pub fn create(driver: Driver) -> Result<Context> {
+    pub fn create(driver: Driver) -> Result<L0Context> {
         let api = api()?;
         let desc =
             sys::ze_context_desc_t { stype: sys::ZE_STRUCTURE_TYPE_CONTEXT_DESC, pNext: std::ptr::null(), flags: 0 };
         let mut handle = std::ptr::null_mut();
         // SAFETY: a valid driver handle, descriptor and output pointer.
         check(unsafe { api.zeContextCreate(driver.as_raw(), &desc, &mut handle) }, "zeContextCreate")?;
-        Ok(Context::wrap(handle, driver, Ownership::Owned))
+        Ok(L0Context::wrap(handle, driver, Ownership::Owned))
     }
 
     /// Takes ownership of a context created elsewhere ("transfer"): `Drop` destroys it.
@@ -58,8 +58,8 @@ impl Context {
     /// # Safety
     /// `handle` is a live context of `driver`; nobody else destroys it, and nobody uses it after
     /// this wrapper (and every `Arc` clone of it) is dropped.
-    pub unsafe fn from_raw_owned(handle: sys::ze_context_handle_t, driver: Driver) -> Context {
-        Context::wrap(handle, driver, Ownership::Owned)
+    pub unsafe fn from_raw_owned(handle: sys::ze_context_handle_t, driver: Driver) -> L0Context {
+        L0Context::wrap(handle, driver, Ownership::Owned)
     }
 
     /// Wraps a context owned elsewhere ("keep"): it is never destroyed here.
@@ -69,8 +69,8 @@ impl Context {
     /// `Arc` clone of it, and every [`L0Allocation`] made in it exist. Prefer
     /// [`from_raw_borrowed_with_owner`](Self::from_raw_borrowed_with_owner), which can keep the
     /// owner alive by construction.
-    pub unsafe fn from_raw_borrowed(handle: sys::ze_context_handle_t, driver: Driver) -> Context {
-        Context::wrap(handle, driver, Ownership::Borrowed { _owner: None })
+    pub unsafe fn from_raw_borrowed(handle: sys::ze_context_handle_t, driver: Driver) -> L0Context {
+        L0Context::wrap(handle, driver, Ownership::Borrowed { _owner: None })
     }
 
     /// Wraps a context owned by `owner` (never destroyed here) and keeps `owner` alive until this
@@ -82,12 +82,12 @@ impl Context {
         handle: sys::ze_context_handle_t,
         driver: Driver,
         owner: impl Any + Send + Sync,
-    ) -> Context {
-        Context::wrap(handle, driver, Ownership::Borrowed { _owner: Some(Box::new(owner)) })
+    ) -> L0Context {
+        L0Context::wrap(handle, driver, Ownership::Borrowed { _owner: Some(Box::new(owner)) })
     }
 
-    fn wrap(handle: sys::ze_context_handle_t, driver: Driver, ownership: Ownership) -> Context {
-        Context { handle, driver, ownership, deferred: Mutex::new(Vec::new()) }
+    fn wrap(handle: sys::ze_context_handle_t, driver: Driver, ownership: Ownership) -> L0Context {
+        L0Context { handle, driver, ownership, deferred: Mutex::new(Vec::new()) }
     }
 
     /// Errors recorded by `Drop` impls of allocations made in this context (a failing `zeMemFree`),
@@ -160,15 +160,15 @@ impl Context {
         // SAFETY: a live context, any pointer value (it is only looked up), valid outputs.
         let r = unsafe { api.zeMemGetAllocProperties(self.handle, ptr, &mut p, &mut device) };
         if r == sys::ZE_RESULT_ERROR_NOT_AVAILABLE {
-            return Ok(AllocationInfo { kind: MemoryKind::Unknown, id: 0, page_size: 0, device: None });
+            return Ok(AllocationInfo { kind: MemoryType::Unknown, id: 0, page_size: 0, device: None });
         }
         check(r, "zeMemGetAllocProperties")?;
         Ok(AllocationInfo {
-            kind: MemoryKind::from_raw(p.type_),
+            kind: MemoryType::from_raw(p.type_),
             id: p.id,
             page_size: p.pageSize,
             // SAFETY: a device handle the driver of this context returned.
-            device: (!device.is_null()).then(|| unsafe { Device::from_raw(device, self.driver) }),
+            device: (!device.is_null()).then(|| unsafe { L0Device::from_raw(device, self.driver) }),
         })
     }
 
@@ -201,7 +201,7 @@ impl Context {
     }
 
     /// `zeMemAllocDevice` on `device`.
-    pub fn alloc_device(self: &Arc<Self>, device: Device, size: usize, align: usize) -> Result<L0Allocation> {
+    pub fn alloc_device(self: &Arc<Self>, device: L0Device, size: usize, align: usize) -> Result<L0Allocation> {
         let desc = sys::ze_device_mem_alloc_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
             pNext: std::ptr::null(),
@@ -213,7 +213,7 @@ impl Context {
     }
 
     /// `zeMemAllocShared` on `device` (host and device accessible).
-    pub fn alloc_shared(self: &Arc<Self>, device: Device, size: usize, align: usize) -> Result<L0Allocation> {
+    pub fn alloc_shared(self: &Arc<Self>, device: L0Device, size: usize, align: usize) -> Result<L0Allocation> {
         let api = api()?;
         self.check_device(device)?;
         self.check_deferred()?;
@@ -234,7 +234,7 @@ impl Context {
         check(r, "zeMemAllocShared")?;
         // SAFETY: ptr was just allocated in this context with `size` bytes.
         unsafe {
-            L0Allocation::adopt(self.clone(), ptr, size, MemoryKind::Shared, Some(device), None, "zeMemAllocShared")
+            L0Allocation::adopt(self.clone(), ptr, size, MemoryType::Shared, Some(device), None, "zeMemAllocShared")
         }
     }
 
@@ -257,7 +257,7 @@ impl Context {
         let r = unsafe { api.zeMemAllocHost(self.handle, desc, size, align, &mut ptr) };
         check(r, "zeMemAllocHost")?;
         // SAFETY: ptr was just allocated in this context with `size` bytes.
-        unsafe { L0Allocation::adopt(self.clone(), ptr, size, MemoryKind::Host, None, keep_fd, "zeMemAllocHost") }
+        unsafe { L0Allocation::adopt(self.clone(), ptr, size, MemoryType::Host, None, keep_fd, "zeMemAllocHost") }
     }
 
     /// `zeMemAllocDevice` with a caller-built descriptor.
@@ -267,7 +267,7 @@ impl Context {
     pub(crate) unsafe fn alloc_device_with(
         self: &Arc<Self>,
         desc: &sys::ze_device_mem_alloc_desc_t,
-        device: Device,
+        device: L0Device,
         size: usize,
         align: usize,
         keep_fd: Option<std::os::fd::OwnedFd>,
@@ -281,11 +281,11 @@ impl Context {
         check(r, "zeMemAllocDevice")?;
         // SAFETY: ptr was just allocated in this context with `size` bytes.
         unsafe {
-            L0Allocation::adopt(self.clone(), ptr, size, MemoryKind::Device, Some(device), keep_fd, "zeMemAllocDevice")
+            L0Allocation::adopt(self.clone(), ptr, size, MemoryType::Device, Some(device), keep_fd, "zeMemAllocDevice")
         }
     }
 
-    fn check_device(&self, device: Device) -> Result<()> {
+    fn check_device(&self, device: L0Device) -> Result<()> {
         if device.driver() != self.driver {
             return Err(Error::invalid_argument(format!(
                 "{device:?} belongs to another driver than this context ({:?}); Level Zero contexts \
@@ -304,7 +304,13 @@ impl Context {
     /// `dst` and `src` are valid for `len` bytes for `device` in this context (host, shared or
     /// device memory of this context, or host memory the device can reach), and nothing else
     /// accesses `dst` during the copy.
-    pub unsafe fn copy_blocking(&self, device: Device, dst: *mut c_void, src: *const c_void, len: usize) -> Result<()> {
+    pub unsafe fn copy_blocking(
+        &self,
+        device: L0Device,
+        dst: *mut c_void,
+        src: *const c_void,
+        len: usize,
+    ) -> Result<()> {
         let api = api()?;
         self.check_device(device)?;
         require!(api, zeCommandListCreateImmediate);
@@ -351,7 +357,7 @@ impl Context {
     }
 }
 
-impl Drop for Context {
+impl Drop for L0Context {
     fn drop(&mut self) {
         if let Ownership::Owned = self.ownership {
             if let Ok(api) = api() {
@@ -363,9 +369,9 @@ impl Drop for Context {
     }
 }
 
-impl fmt::Debug for Context {
+impl fmt::Debug for L0Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context")
+        f.debug_struct("L0Context")
             .field("handle", &self.handle)
             .field("driver", &self.driver)
             .field("owned", &self.is_owned())

@@ -10,16 +10,16 @@ use crate::error::Result;
 ///
 /// Device handles are valid for the life of the process, so this is a `Copy` value.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Device {
+pub struct L0Device {
     handle: sys::ze_device_handle_t,
     driver: Driver,
 }
 
 // SAFETY: a device handle identifies a process-lifetime object and Level Zero's device queries are
 // free-threaded.
-unsafe impl Send for Device {}
+unsafe impl Send for L0Device {}
 // SAFETY: as above.
-unsafe impl Sync for Device {}
+unsafe impl Sync for L0Device {}
 
 /// `ze_device_type_t`.
 #[non_exhaustive]
@@ -108,13 +108,13 @@ impl QueueGroup {
     }
 }
 
-impl Device {
+impl L0Device {
     /// Wraps a raw device handle.
     ///
     /// # Safety
     /// `handle` is a device handle of `driver`, as returned by `zeDeviceGet`.
-    pub unsafe fn from_raw(handle: sys::ze_device_handle_t, driver: Driver) -> Device {
-        Device { handle, driver }
+    pub unsafe fn from_raw(handle: sys::ze_device_handle_t, driver: Driver) -> L0Device {
+        L0Device { handle, driver }
     }
 
     /// The raw handle.
@@ -194,8 +194,8 @@ impl Device {
     }
 }
 
-impl fmt::Debug for Device {
+impl fmt::Debug for L0Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Device").field("handle", &self.handle).field("driver", &self.driver).finish()
+        f.debug_struct("L0Device").field("handle", &self.handle).field("driver", &self.driver).finish()
     }
 }

@@ -3,7 +3,7 @@
 use std::ffi::CStr;
 use std::fmt;
 
-use super::{api, check, require, sys, Device};
+use super::{api, check, require, sys, L0Device};
 use crate::error::Result;
 
 /// The `uuid` Intel's NPU driver reports in `ze_driver_properties_t` (`ze_intel_npu_driver_uuid`
@@ -67,7 +67,7 @@ pub struct FdRules {
     /// returns a new fd the caller owns: linux-npu-driver (`VPUBufferObject::exportToFd`).
     pub export_fd_owned_by_driver: bool,
     /// A successful import closes the fd it was given: compute-runtime from build 37833
-    /// (26.14.37833.4, `Context::allocDeviceMem` / `allocHostMem` → `closeExternalHandle`). The NPU
+    /// (26.14.37833.4, `L0Context::allocDeviceMem` / `allocHostMem` → `closeExternalHandle`). The NPU
     /// driver never closes it.
     pub import_closes_fd: bool,
 }
@@ -188,7 +188,7 @@ impl Driver {
     }
 
     /// `zeDeviceGet`: the driver's devices.
-    pub fn devices(&self) -> Result<Vec<Device>> {
+    pub fn devices(&self) -> Result<Vec<L0Device>> {
         let api = api()?;
         let mut count = 0u32;
         // SAFETY: count query with a null array.
@@ -198,7 +198,7 @@ impl Driver {
         check(unsafe { api.zeDeviceGet(self.handle, &mut count, handles.as_mut_ptr()) }, "zeDeviceGet")?;
         handles.truncate(count as usize);
         // SAFETY: the handles were just returned by zeDeviceGet for this driver.
-        Ok(handles.into_iter().map(|h| unsafe { Device::from_raw(h, *self) }).collect())
+        Ok(handles.into_iter().map(|h| unsafe { L0Device::from_raw(h, *self) }).collect())
     }
 }
 

@@ -7,10 +7,10 @@
 //!   allocation, closed by `zeMemFree`) the caller gets a duplicate; the NPU driver's export is a new
 //!   fd already. The exported buffer stays valid while either the allocation or any fd to it (or
 //!   any import of it) lives.
-//! - [`Context::import_dma_buf`] borrows the fd: the driver makes its own reference to the buffer,
+//! - [`L0Context::import_dma_buf`] borrows the fd: the driver makes its own reference to the buffer,
 //!   so the caller keeps ownership and may close the fd after the call returns. A driver that closes
 //!   what it imports (compute-runtime 26.14.37833 on) is given a duplicate.
-//! - [`Context::import_dma_buf_owned`] takes the fd by value and keeps it open for as long as the
+//! - [`L0Context::import_dma_buf_owned`] takes the fd by value and keeps it open for as long as the
 //!   allocation lives; it is closed exactly once, after `zeMemFree`. Use it when you do not want to
 //!   rely on the driver's reference.
 
@@ -19,7 +19,7 @@ use std::fmt;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
-use super::{api, check, sys, Context, Device, L0Allocation};
+use super::{api, check, sys, L0Allocation, L0Context, L0Device};
 use crate::error::{Error, Path, Result};
 
 /// `ze_external_memory_type_flags_t`.
@@ -78,7 +78,7 @@ impl fmt::Debug for ExternalMemoryTypes {
     }
 }
 
-impl Context {
+impl L0Context {
     /// `zeMemAllocDevice` with `ze_external_memory_export_desc_t{DMA_BUF}`: device memory that
     /// [`L0Allocation::export_dma_buf`] can export.
     ///
@@ -87,7 +87,7 @@ impl Context {
     /// export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
     pub fn alloc_device_exportable(
         self: &Arc<Self>,
-        device: Device,
+        device: L0Device,
         size: usize,
         align: usize,
     ) -> Result<L0Allocation> {
@@ -111,7 +111,12 @@ impl Context {
     /// # Errors
     /// [`Unsupported`](crate::ErrorKind::Unsupported) when `device` does not list DMA_BUF in its
     /// export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
-    pub fn alloc_host_exportable(self: &Arc<Self>, device: Device, size: usize, align: usize) -> Result<L0Allocation> {
+    pub fn alloc_host_exportable(
+        self: &Arc<Self>,
+        device: L0Device,
+        size: usize,
+        align: usize,
+    ) -> Result<L0Allocation> {
         let export = dma_buf_export_desc(device)?;
         let desc = sys::ze_host_mem_alloc_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
@@ -129,7 +134,7 @@ impl Context {
     /// module docs). `size` must not exceed the buffer.
     pub fn import_dma_buf(
         self: &Arc<Self>,
-        device: Option<Device>,
+        device: Option<L0Device>,
         fd: BorrowedFd<'_>,
         size: usize,
     ) -> Result<L0Allocation> {
@@ -142,7 +147,7 @@ impl Context {
     /// before this returns.
     pub fn import_dma_buf_owned(
         self: &Arc<Self>,
-        device: Option<Device>,
+        device: Option<L0Device>,
         fd: OwnedFd,
         size: usize,
     ) -> Result<L0Allocation> {
@@ -155,7 +160,7 @@ impl Context {
     /// `fd` is open for the duration of the call; `keep` is `fd` itself or `None`.
     unsafe fn import_fd(
         self: &Arc<Self>,
-        device: Option<Device>,
+        device: Option<L0Device>,
         fd: i32,
         size: usize,
         keep: Option<OwnedFd>,
@@ -212,7 +217,7 @@ impl Context {
 }
 
 /// `ze_external_memory_export_desc_t{DMA_BUF}`, once `device` says it exports dma-bufs.
-fn dma_buf_export_desc(device: Device) -> Result<sys::ze_external_memory_export_desc_t> {
+fn dma_buf_export_desc(device: L0Device) -> Result<sys::ze_external_memory_export_desc_t> {
     let ext = device.external_memory_properties()?;
     if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
         return Err(Error::unsupported(
@@ -237,19 +242,19 @@ impl L0Allocation {
     /// Exports the allocation as a dma-buf fd (`zeMemGetAllocProperties` with
     /// `ze_external_memory_export_fd_t{DMA_BUF}`). Each call returns a new fd that the caller owns
     /// and closes (a duplicate where the driver keeps its export fd). On the NPU driver the
-    /// allocation must have been made exportable ([`Context::alloc_host_exportable`],
-    /// [`Context::alloc_device_exportable`]) or be a dma-buf import.
+    /// allocation must have been made exportable ([`L0Context::alloc_host_exportable`],
+    /// [`L0Context::alloc_device_exportable`]) or be a dma-buf import.
     pub fn export_dma_buf(&self) -> Result<OwnedFd> {
         self.context().export_dma_buf(self.as_ptr())
     }
 }
 
-impl Context {
+impl L0Context {
     /// Exports the allocation of this context that starts at `ptr` as a dma-buf fd the caller owns
     /// (`zeMemGetAllocProperties` with `ze_external_memory_export_fd_t{DMA_BUF}`; a duplicate where
     /// the driver keeps its own export fd). The NPU driver exports only buffer objects allocated
     /// with an export descriptor and its dma-buf imports, a new fd per call; any other allocation is
-    /// `NOT_AVAILABLE` (linux-npu-driver 1.32.1 `Context::getMemAllocProperties`,
+    /// `NOT_AVAILABLE` (linux-npu-driver 1.32.1 `L0Context::getMemAllocProperties`,
     /// `VPUBufferObject::exportToFd`). compute-runtime exports any host or device allocation (pooled
     /// USM exports its pool's buffer: allocate exportable to get one of its own) and no shared USM.
     ///
@@ -280,8 +285,9 @@ impl Context {
         let r = unsafe { api.zeMemGetAllocProperties(self.as_raw(), ptr, &mut props, &mut device) };
         check(r, "zeMemGetAllocProperties")?;
         if export.fd < 0 {
-            return Err(Error::unsupported(Path::DmaBuf, "the driver returned no fd for the export")
-                .explain("allocate the memory exportable (Context::alloc_host_exportable / alloc_device_exportable)"));
+            return Err(Error::unsupported(Path::DmaBuf, "the driver returned no fd for the export").explain(
+                "allocate the memory exportable (L0Context::alloc_host_exportable / alloc_device_exportable)",
+            ));
         }
         if driver_owns_fd {
             // SAFETY: the driver's own open fd, valid while the allocation lives (the caller's

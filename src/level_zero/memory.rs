@@ -7,13 +7,13 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::context::non_null;
-use super::{api, sys, Context, Device};
+use super::{api, sys, L0Context, L0Device};
 use crate::error::{Error, Result};
 
 /// `ze_memory_type_t`: what kind of allocation a pointer is in.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MemoryKind {
+pub enum MemoryType {
     /// Not an allocation of this context's driver (plain process memory, another driver's memory).
     Unknown,
     /// Host memory (`zeMemAllocHost`, or an import the driver reports as host).
@@ -28,7 +28,7 @@ pub enum MemoryKind {
     Other(u32),
 }
 
-impl MemoryKind {
+impl MemoryType {
     pub(crate) fn from_raw(t: sys::ze_memory_type_t) -> Self {
         match t {
             sys::ZE_MEMORY_TYPE_UNKNOWN => Self::Unknown,
@@ -50,13 +50,13 @@ impl MemoryKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AllocationInfo {
     /// The allocation's kind (`Unknown` for memory the driver does not know).
-    pub kind: MemoryKind,
+    pub kind: MemoryType,
     /// The driver's unique id of the allocation (0 when unknown).
     pub id: u64,
     /// The page size of the allocation, in bytes.
     pub page_size: u64,
     /// The device of a device or shared allocation.
-    pub device: Option<Device>,
+    pub device: Option<L0Device>,
 }
 
 /// `ze_host_mem_alloc_flags_t`.
@@ -86,21 +86,21 @@ impl std::ops::BitOr for HostMemFlags {
     }
 }
 
-/// Memory allocated (or imported) in a Level Zero [`Context`], freed exactly once with `zeMemFree`
+/// Memory allocated (or imported) in a Level Zero [`L0Context`], freed exactly once with `zeMemFree`
 /// when dropped.
 ///
-/// It holds an `Arc<Context>`: the context cannot be destroyed first. An allocation imported from
+/// It holds an `Arc<L0Context>`: the context cannot be destroyed first. An allocation imported from
 /// an owned fd also keeps that fd open and closes it after `zeMemFree`. A `zeMemFree` that fails
 /// in `Drop` is recorded on the context and returned by its next allocation call (or by
-/// [`Context::take_deferred_errors`]).
+/// [`L0Context::take_deferred_errors`]).
 pub struct L0Allocation {
     ptr: NonNull<c_void>,
     size: usize,
-    kind: MemoryKind,
-    device: Option<Device>,
+    kind: MemoryType,
+    device: Option<L0Device>,
     // Field order: the fd is closed after Drop::drop has freed the memory; the context after that.
     imported_fd: Option<OwnedFd>,
-    context: Arc<Context>,
+    context: Arc<L0Context>,
 }
 
 // SAFETY: the allocation is plain memory plus an Arc'd, thread-safe context; `&self` methods only
@@ -116,11 +116,11 @@ impl L0Allocation {
     /// `ptr` was returned by a `zeMemAlloc*` call (or import) on `context` for `size` bytes, of
     /// kind `kind`, and nobody else frees it.
     pub unsafe fn from_raw(
-        context: Arc<Context>,
+        context: Arc<L0Context>,
         ptr: *mut c_void,
         size: usize,
-        kind: MemoryKind,
-        device: Option<Device>,
+        kind: MemoryType,
+        device: Option<L0Device>,
     ) -> Result<L0Allocation> {
         // SAFETY: forwarded contract.
         unsafe { Self::adopt(context, ptr, size, kind, device, None, "L0Allocation::from_raw") }
@@ -129,11 +129,11 @@ impl L0Allocation {
     /// # Safety
     /// As [`from_raw`](Self::from_raw); `fd` (if any) is the fd the memory was imported from.
     pub(crate) unsafe fn adopt(
-        context: Arc<Context>,
+        context: Arc<L0Context>,
         ptr: *mut c_void,
         size: usize,
-        kind: MemoryKind,
-        device: Option<Device>,
+        kind: MemoryType,
+        device: Option<L0Device>,
         imported_fd: Option<OwnedFd>,
         call: &'static str,
     ) -> Result<L0Allocation> {
@@ -144,7 +144,7 @@ impl L0Allocation {
     /// Gives up ownership: returns the pointer, the context and the fd it was imported from (if
     /// this allocation owned one). The caller must `zeMemFree` the pointer before dropping the
     /// context and closing the fd.
-    pub fn into_raw(self) -> (*mut c_void, Arc<Context>, Option<OwnedFd>) {
+    pub fn into_raw(self) -> (*mut c_void, Arc<L0Context>, Option<OwnedFd>) {
         let me = std::mem::ManuallyDrop::new(self);
         // SAFETY: `me` is never dropped, so each field is moved out exactly once.
         let (context, fd) = unsafe { (std::ptr::read(&me.context), std::ptr::read(&me.imported_fd)) };
@@ -167,17 +167,17 @@ impl L0Allocation {
     }
 
     /// Host, device or shared.
-    pub fn kind(&self) -> MemoryKind {
+    pub fn kind(&self) -> MemoryType {
         self.kind
     }
 
     /// The device of a device or shared allocation.
-    pub fn device(&self) -> Option<Device> {
+    pub fn device(&self) -> Option<L0Device> {
         self.device
     }
 
     /// The context it was allocated in.
-    pub fn context(&self) -> &Arc<Context> {
+    pub fn context(&self) -> &Arc<L0Context> {
         &self.context
     }
 
@@ -230,7 +230,7 @@ impl L0Allocation {
         }
     }
 
-    fn device_for_copy(&self) -> Result<Device> {
+    fn device_for_copy(&self) -> Result<L0Device> {
         self.device
             .ok_or_else(|| Error::invalid_argument("this allocation is neither host-accessible nor tied to a device"))
     }

@@ -3,23 +3,23 @@
 //! | type | is | lifetime |
 //! |------|----|----------|
 //! | [`Driver`] | a `ze_driver_handle_t` | drivers live as long as the process: `Copy` |
-//! | [`Device`] | a `ze_device_handle_t` plus its [`Driver`] | as long as the process: `Copy` |
-//! | [`Context`] | a `ze_context_handle_t`, **owned** (created here, destroyed once in `Drop`) or **borrowed** (wrapped from a raw handle, never destroyed here) | shared through `Arc<Context>` |
-//! | [`L0Allocation`] | memory from `zeMemAlloc{Host,Device,Shared}` or an import, freed once in `Drop` | holds an `Arc<Context>`, so the context outlives it |
+//! | [`L0Device`] | a `ze_device_handle_t` plus its [`Driver`] | as long as the process: `Copy` |
+//! | [`L0Context`] | a `ze_context_handle_t`, **owned** (created here, destroyed once in `Drop`) or **borrowed** (wrapped from a raw handle, never destroyed here) | shared through `Arc<L0Context>` |
+//! | [`L0Allocation`] | memory from `zeMemAlloc{Host,Device,Shared}` or an import, freed once in `Drop` | holds an `Arc<L0Context>`, so the context outlives it |
 //!
-//! Ownership of foreign handles follows wgpu-hal's `keep` vs `transfer`: [`Context::create`] and
-//! [`Context::from_raw_owned`] destroy the context in `Drop`; [`Context::from_raw_borrowed`] and
-//! [`Context::from_raw_borrowed_with_owner`] never do (the second keeps a value, such as the
+//! Ownership of foreign handles follows wgpu-hal's `keep` vs `transfer`: [`L0Context::create`] and
+//! [`L0Context::from_raw_owned`] destroy the context in `Drop`; [`L0Context::from_raw_borrowed`] and
+//! [`L0Context::from_raw_borrowed_with_owner`] never do (the second keeps a value, such as the
 //! OpenVINO object that owns the handle, alive for as long as the wrapper lives).
 //!
 //! Every failing call is an [`ErrorKind::LevelZero`](crate::ErrorKind::LevelZero) carrying the
 //! `ze_result_t` and the name of the call. A failure inside `Drop` (`zeMemFree` of an
-//! [`L0Allocation`]) is recorded on its [`Context`] and returned by the context's next allocation
-//! call ([`Context::take_deferred_errors`] collects them).
+//! [`L0Allocation`]) is recorded on its [`L0Context`] and returned by the context's next allocation
+//! call ([`L0Context::take_deferred_errors`] collects them).
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use npu_sycl_bridge::level_zero::{Context, DeviceType, Driver};
+//! use npu_sycl_bridge::level_zero::{L0Context, DeviceType, Driver};
 //!
 //! # fn main() -> npu_sycl_bridge::Result<()> {
 //! for driver in Driver::all()? {
@@ -28,7 +28,7 @@
 //!         let p = device.properties()?;
 //!         println!("{:?} {} {:x?}", p.device_type, p.name, props.uuid);
 //!         if p.device_type == DeviceType::Gpu {
-//!             let ctx = Arc::new(Context::create(driver)?);
+//!             let ctx = Arc::new(L0Context::create(driver)?);
 //!             let mem = ctx.alloc_device_exportable(device, 1 << 20, 4096)?;
 //!             let fd = mem.export_dma_buf()?; // an OwnedFd: ours to close
 //!             # drop(fd);
@@ -44,11 +44,11 @@ mod driver;
 mod external;
 mod memory;
 
-pub use self::context::Context;
-pub use self::device::{Device, DeviceProperties, DeviceType, ExternalMemoryProperties, QueueGroup};
+pub use self::context::L0Context;
+pub use self::device::{DeviceProperties, DeviceType, ExternalMemoryProperties, L0Device, QueueGroup};
 pub use self::driver::{ApiVersion, Driver, DriverProperties, Extension, INTEL_NPU_DRIVER_UUID};
 pub use self::external::{dup_fd, ExternalMemoryTypes};
-pub use self::memory::{AllocationInfo, HostMemFlags, L0Allocation, MemoryKind};
+pub use self::memory::{AllocationInfo, HostMemFlags, L0Allocation, MemoryType};
 
 pub use level_zero_sys as sys;
 

@@ -53,7 +53,7 @@ pub enum MemoryKind {
     /// A dma-buf fd from any exporter (a GPU driver, a camera, a video decoder).
     DmaBuf,
     /// A Level Zero allocation of this kind.
-    LevelZero(level_zero::MemoryKind),
+    LevelZero(level_zero::MemoryType),
     /// [`RawMemory`]: a pointer, a length and a keep-alive from the caller.
     Raw,
     /// SYCL USM of this kind.
@@ -71,7 +71,7 @@ impl MemoryKind {
             MemoryKind::PageAligned | MemoryKind::Raw => Some(MemType::CpuVa),
             MemoryKind::DmaBuf => Some(MemType::SharedBuf),
             MemoryKind::LevelZero(k) if k.is_host_accessible() => Some(MemType::CpuVa),
-            MemoryKind::LevelZero(level_zero::MemoryKind::Device) => Some(MemType::SharedBuf),
+            MemoryKind::LevelZero(level_zero::MemoryType::Device) => Some(MemType::SharedBuf),
             MemoryKind::LevelZero(_) => None,
             #[cfg(feature = "sycl")]
             MemoryKind::SyclUsm(k) => k.is_host_accessible().then_some(MemType::CpuVa),
@@ -128,7 +128,7 @@ impl RawMemory {
 pub(crate) struct SyclOrigin {
     /// The SYCL pointer (an address: the tensor keeps the memory alive).
     pub(crate) addr: usize,
-    pub(crate) context: std::sync::Arc<crate::sycl::Context>,
+    pub(crate) context: std::sync::Arc<crate::sycl::SyclContext>,
     pub(crate) kind: MemoryKind,
     /// The memory's size in bytes.
     pub(crate) len: usize,
@@ -181,7 +181,7 @@ pub(crate) mod sealed {
         }
         /// The SYCL pointer and context of SYCL memory.
         #[cfg(feature = "sycl")]
-        fn sycl(&self) -> Option<(NonNull<u8>, std::sync::Arc<crate::sycl::Context>)> {
+        fn sycl(&self) -> Option<(NonNull<u8>, std::sync::Arc<crate::sycl::SyclContext>)> {
             None
         }
     }
@@ -239,7 +239,7 @@ impl sealed::Sealed for L0Allocation {
             let ptr = NonNull::new(self.as_ptr().cast::<u8>()).expect("an allocation is never null");
             return Ok(Region::Host { ptr, len: self.len() });
         }
-        if kind == level_zero::MemoryKind::Device {
+        if kind == level_zero::MemoryType::Device {
             let fd = self.export_dma_buf().map_err(|e| {
                 Error::unsupported(
                     Path::DmaBuf,
@@ -335,7 +335,7 @@ mod sycl_kinds {
         fn exclusive(&self) -> bool {
             true
         }
-        fn sycl(&self) -> Option<(NonNull<u8>, Arc<sycl::Context>)> {
+        fn sycl(&self) -> Option<(NonNull<u8>, Arc<sycl::SyclContext>)> {
             NonNull::new(self.as_ptr().cast_mut()).map(|p| (p, Arc::clone(self.context())))
         }
     }
@@ -356,7 +356,7 @@ mod sycl_kinds {
         fn exclusive(&self) -> bool {
             !self.was_exported()
         }
-        fn sycl(&self) -> Option<(NonNull<u8>, Arc<sycl::Context>)> {
+        fn sycl(&self) -> Option<(NonNull<u8>, Arc<sycl::SyclContext>)> {
             NonNull::new(self.as_ptr().cast_mut()).map(|p| (p, Arc::clone(self.context())))
         }
     }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{Error, ErrorKind, Path, Result};
-use crate::level_zero::{self, ApiVersion, Device, DeviceType, Driver, ExternalMemoryTypes, INTEL_NPU_DRIVER_UUID};
+use crate::level_zero::{self, ApiVersion, DeviceType, Driver, ExternalMemoryTypes, L0Device, INTEL_NPU_DRIVER_UUID};
 use crate::openvino::{CompiledModel, Core, RemoteContext};
 
 /// The extension that enables zero-copy rebinding in the NPU plugin.
@@ -48,8 +48,8 @@ pub struct NpuContext {
 
 struct Inner {
     remote: RemoteContext,
-    l0: Arc<level_zero::Context>,
-    device: Device,
+    l0: Arc<level_zero::L0Context>,
+    device: L0Device,
     caps: NpuCapabilities,
 }
 
@@ -115,7 +115,7 @@ impl NpuContext {
         // plugin's NPU driver, shared by every live Core; the plugin destroys it only when the last
         // holder (Core, remote context, tensor) goes, and `owner`
         // (a clone of the remote context) keeps that Core alive for as long as this wrapper.
-        let l0 = unsafe { level_zero::Context::from_raw_borrowed_with_owner(handle.cast(), driver, remote.clone()) };
+        let l0 = unsafe { level_zero::L0Context::from_raw_borrowed_with_owner(handle.cast(), driver, remote.clone()) };
         l0.status().map_err(|e| {
             Error::unsupported(
                 Path::Npu,
@@ -147,7 +147,7 @@ impl NpuContext {
 
     /// The plugin's Level Zero context (borrowed: never destroyed by this crate). Allocations
     /// made in it hold this `Arc`, and so keep the OpenVINO core alive.
-    pub fn level_zero_context(&self) -> &Arc<level_zero::Context> {
+    pub fn level_zero_context(&self) -> &Arc<level_zero::L0Context> {
         &self.inner.l0
     }
 
@@ -157,7 +157,7 @@ impl NpuContext {
     }
 
     /// The NPU's Level Zero device.
-    pub fn device(&self) -> Device {
+    pub fn device(&self) -> L0Device {
         self.inner.device
     }
 
@@ -174,13 +174,13 @@ impl NpuContext {
     /// `VPUBufferObject::importFromFd`, `VPUDeviceContext::freeMemAlloc` →
     /// `allowDeleteExternalHandle`). Each context opens its own DRM file, so imports into the
     /// plugin's context are independent of it.
-    pub fn export_context(&self) -> Result<Arc<level_zero::Context>> {
-        static OWN: Mutex<Weak<level_zero::Context>> = Mutex::new(Weak::new());
+    pub fn export_context(&self) -> Result<Arc<level_zero::L0Context>> {
+        static OWN: Mutex<Weak<level_zero::L0Context>> = Mutex::new(Weak::new());
         let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = own.upgrade() {
             return Ok(c);
         }
-        let c = Arc::new(level_zero::Context::create(self.driver())?);
+        let c = Arc::new(level_zero::L0Context::create(self.driver())?);
         *own = Arc::downgrade(&c);
         Ok(c)
     }
@@ -198,7 +198,7 @@ impl fmt::Debug for NpuContext {
 
 /// The Level Zero driver the NPU plugin uses: uuid [`INTEL_NPU_DRIVER_UUID`] with a VPU device
 /// (the plugin accepts no other and uses the driver's first device).
-fn find_npu_driver() -> Result<(Driver, Device)> {
+fn find_npu_driver() -> Result<(Driver, L0Device)> {
     let mut seen = Vec::new();
     for driver in Driver::all()? {
         let props = driver.properties()?;

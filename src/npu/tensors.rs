@@ -7,7 +7,7 @@ use super::imports::{self, DmaBufClaim};
 use super::tensor::{HostAccess, NpuTensor};
 use super::NpuContext;
 use crate::error::{Aligned, Error, ErrorKind, Path, Result};
-use crate::level_zero::{L0Allocation, MemoryKind};
+use crate::level_zero::{L0Allocation, MemoryType};
 use crate::memory::{fd_buffer, tensor_bytes, DmaBufFd, NpuMemory, Region, PAGE_SIZE};
 use crate::openvino::{ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorProperties, TensorType};
 
@@ -216,7 +216,7 @@ impl NpuContext {
         let l0 = self.level_zero_context();
         let context = l0.as_raw() as usize;
         let known = l0.memory_properties(ptr)?;
-        let imports = known.kind == MemoryKind::Unknown;
+        let imports = known.kind == MemoryType::Unknown;
         if !imports {
             // Already an allocation (or import) of the plugin's context: the plugin does not import
             // it again but reuses the allocation found by its id, at the allocation's START
@@ -302,7 +302,7 @@ impl NpuContext {
     fn release_orphaned_import(&self, ptr: *mut c_void, cause: Error) -> Error {
         let l0 = self.level_zero_context();
         let Ok(info) = l0.memory_properties(ptr) else { return cause };
-        if info.kind == MemoryKind::Unknown {
+        if info.kind == MemoryType::Unknown {
             return cause;
         }
         let Ok((_, size)) = l0.address_range(ptr) else { return cause };
@@ -428,7 +428,7 @@ fn gpu_usm_not_pinnable(kind: crate::memory::MemoryKind, cause: Error) -> Error 
 /// unmapping them would leave the NPU with pinned pages of freed memory, and a later buffer at the
 /// same address would look like that stale import. A leak, never a use-after-free.
 struct ImportedPages {
-    context: Arc<crate::level_zero::Context>,
+    context: Arc<crate::level_zero::L0Context>,
     ptr: usize,
     owner: Option<KeepAlive>,
 }
@@ -438,7 +438,7 @@ impl Drop for ImportedPages {
         let still_imported = self
             .context
             .memory_properties(self.ptr as *const c_void)
-            .is_ok_and(|info| info.kind != MemoryKind::Unknown);
+            .is_ok_and(|info| info.kind != MemoryType::Unknown);
         if still_imported {
             std::mem::forget(self.owner.take());
         }

@@ -24,7 +24,7 @@ use crate::sycl;
 ///
 /// The card path (a SYCL context over the NPU's own Level Zero context) is not in the order: it
 /// cannot work with DPC++ (no SYCL platform wraps the NPU's driver), and its typed answer comes from
-/// [`Strategy::new`]`(CardPath, ..)` and [`sycl::Context::from_level_zero`] where a program asks
+/// [`Strategy::new`]`(CardPath, ..)` and [`sycl::SyclContext::from_level_zero`] where a program asks
 /// for it. [`survey`](Self::survey) tries it with the rest, for a diagnostic tool.
 ///
 /// # Trying, not guessing
@@ -99,7 +99,7 @@ impl Auto {
     /// # Errors
     /// [`Unsupported { path: Path::Auto }`](crate::ErrorKind::Unsupported) when no strategy works; the
     /// message lists every attempt's error.
-    pub fn select(npu: &NpuContext, context: &Arc<sycl::Context>, device: &sycl::Device) -> Result<Auto> {
+    pub fn select(npu: &NpuContext, context: &Arc<sycl::SyclContext>, device: &sycl::SyclDevice) -> Result<Auto> {
         let mut attempts: Vec<(StrategyKind, Result<(), Error>)> = Vec::with_capacity(Self::ORDER.len());
         for kind in Self::ORDER {
             match try_strategy(kind, npu, context, device) {
@@ -132,7 +132,7 @@ impl Auto {
                      that the GPU's Level Zero driver is installed (npu-sycl-doctor shows what is found)",
                 )
             })?;
-        let context = sycl::Context::new(&gpu)?;
+        let context = sycl::SyclContext::new(&gpu)?;
         Self::select(&npu, &context, &gpu)
     }
 
@@ -142,8 +142,8 @@ impl Auto {
     /// the first that works instead.
     pub fn survey(
         npu: &NpuContext,
-        context: &Arc<sycl::Context>,
-        device: &sycl::Device,
+        context: &Arc<sycl::SyclContext>,
+        device: &sycl::SyclDevice,
     ) -> Vec<(StrategyKind, Result<Strategy, Error>)> {
         StrategyKind::ALL.into_iter().map(|kind| (kind, try_strategy(kind, npu, context, device))).collect()
     }
@@ -176,8 +176,8 @@ impl std::ops::Deref for Auto {
 fn try_strategy(
     kind: StrategyKind,
     npu: &NpuContext,
-    context: &Arc<sycl::Context>,
-    device: &sycl::Device,
+    context: &Arc<sycl::SyclContext>,
+    device: &sycl::SyclDevice,
 ) -> Result<Strategy> {
     let strategy = Strategy::new(kind, npu, context, device)?;
     strategy.probe()?;

@@ -30,7 +30,7 @@
 //!
 //! # Who owns what
 //! - The Level Zero context stays owned by its owner: the SYCL context is made with `keep` and
-//!   holds the `Arc<level_zero::Context>` as its keep-alive (for the NPU's context that `Arc`
+//!   holds the `Arc<level_zero::L0Context>` as its keep-alive (for the NPU's context that `Arc`
 //!   keeps the OpenVINO remote context, and so the Core, alive). Nothing here ever destroys it,
 //!   and the SYCL context cannot outlive it.
 //! - Each tensor's [`UsmBuffer`](crate::sycl::UsmBuffer) lives in the NPU remote tensor's
@@ -47,14 +47,14 @@ use crate::sycl::{self, DeviceType, Platform};
 /// The SYCL context (made from `l0_context` with `ownership::keep`) and GPU device of the card
 /// path, or the typed error saying why there is none.
 pub(super) fn open(
-    l0_context: &Arc<level_zero::Context>,
+    l0_context: &Arc<level_zero::L0Context>,
     npu: &NpuContext,
-) -> Result<(Arc<sycl::Context>, sycl::Device)> {
+) -> Result<(Arc<sycl::SyclContext>, sycl::SyclDevice)> {
     let driver = l0_context.driver();
     let Some(platform) = Platform::find_by_native_driver(driver.as_raw())? else {
         return Err(no_sycl_platform(l0_context, npu));
     };
-    let devices: Vec<sycl::Device> = platform
+    let devices: Vec<sycl::SyclDevice> = platform
         .devices()?
         .into_iter()
         .filter(|d| d.is_level_zero() && d.device_type == DeviceType::Gpu && d.native_driver() == Some(driver.as_raw()))
@@ -72,12 +72,12 @@ pub(super) fn open(
             driver.as_raw()
         )));
     }
-    let context = sycl::Context::from_level_zero_context(l0_context, &devices)
+    let context = sycl::SyclContext::from_level_zero_context(l0_context, &devices)
         .map_err(|e| e.context("card path: make_context(keep) from the Level Zero context"))?;
     Ok((context, devices[0].clone()))
 }
 
-fn no_sycl_platform(l0_context: &level_zero::Context, npu: &NpuContext) -> Error {
+fn no_sycl_platform(l0_context: &level_zero::L0Context, npu: &NpuContext) -> Error {
     let driver = l0_context.driver().as_raw();
     let is_npu = driver == npu.driver().as_raw();
     let whose = if l0_context.as_raw() == npu.level_zero_context().as_raw() {

@@ -24,13 +24,13 @@
 //! InferRequest ──holds──▶ RemoteTensor ──keep-alive──▶ SYCL memory (UsmBuffer / ExportableDeviceMemory [+ fd])
 //!      │                       │                               │
 //!      ▼                       ▼                               ▼
-//! CompiledModel          RemoteContext ──▶ Core           sycl::Context ──keep──▶ Level Zero context (card path)
+//! CompiledModel          RemoteContext ──▶ Core           sycl::SyclContext ──keep──▶ Level Zero context (card path)
 //! ```
 //! - The [`NpuTensor`] holds the SYCL allocation in its keep-alive list, so the memory is
 //!   freed only after OpenVINO freed the tensor **and** every [`InferRequest`](crate::openvino::InferRequest)
 //!   that bound it let go of it (a request keeps each bound tensor until it was rebound and the
 //!   next inference finished).
-//! - The SYCL allocation holds an `Arc` to its [`sycl::Context`]; a context made from a foreign
+//! - The SYCL allocation holds an `Arc` to its [`sycl::SyclContext`]; a context made from a foreign
 //!   Level Zero context (card path) holds that context's owner, so neither can go first.
 //! - A [`SharedTensor`] holds the remote tensor (and through it the NPU context and the Core) and
 //!   its queue (and so the SYCL context). Strategies hold the NPU context and the queue.
@@ -62,7 +62,7 @@
 //! use npu_sycl_bridge::npu::NpuContext;
 //! use npu_sycl_bridge::openvino::{Core, Properties, TensorType};
 //! use npu_sycl_bridge::strategy::Auto;
-//! use npu_sycl_bridge::sycl::{self, Context};
+//! use npu_sycl_bridge::sycl::{self, SyclContext};
 //!
 //! # fn main() -> npu_sycl_bridge::Result<()> {
 //! let core = Core::new()?;
@@ -71,7 +71,7 @@
 //! let compiled = core.compile_model(&model, "NPU", &Properties::new())?;
 //! let npu = NpuContext::from_compiled_model(&compiled)?;
 //! let gpu = sycl::devices()?.into_iter().find(|d| d.is_level_zero()).expect("an Intel GPU");
-//! let context = Context::new(&gpu)?;
+//! let context = SyclContext::new(&gpu)?;
 //!
 //! let auto = Auto::select(&npu, &context, &gpu)?;
 //! println!("{}", auto.decision()); // "chose dma-buf because it is first in Auto's order and works"
@@ -174,12 +174,12 @@ pub struct Strategy {
     kind: StrategyKind,
     npu: NpuContext,
     queue: Arc<Queue>,
-    device: sycl::Device,
+    device: sycl::SyclDevice,
     /// The USM kind (`CardPath`: shared; `CpuVa`: host or shared).
     usm: UsmKind,
     zero_copy: bool,
     /// The card path's Level Zero context.
-    card_context: Option<Arc<level_zero::Context>>,
+    card_context: Option<Arc<level_zero::L0Context>>,
 }
 
 impl Strategy {
@@ -194,8 +194,8 @@ impl Strategy {
     pub fn new(
         kind: StrategyKind,
         npu: &NpuContext,
-        context: &Arc<sycl::Context>,
-        device: &sycl::Device,
+        context: &Arc<sycl::SyclContext>,
+        device: &sycl::SyclDevice,
     ) -> Result<Strategy> {
         match kind {
             StrategyKind::CardPath => Self::card_path(npu.level_zero_context(), npu),
@@ -230,8 +230,8 @@ impl Strategy {
     /// import system memory.
     pub fn cpu_va(
         npu: &NpuContext,
-        context: &Arc<sycl::Context>,
-        device: &sycl::Device,
+        context: &Arc<sycl::SyclContext>,
+        device: &sycl::SyclDevice,
         usm: UsmKind,
     ) -> Result<Strategy> {
         if !usm.is_host_accessible() {
@@ -254,7 +254,7 @@ impl Strategy {
     ///
     /// # Errors
     /// [`Unsupported`](crate::ErrorKind::Unsupported) `{ path: CardPath }` with the reason.
-    pub fn card_path(l0_context: &Arc<level_zero::Context>, npu: &NpuContext) -> Result<Strategy> {
+    pub fn card_path(l0_context: &Arc<level_zero::L0Context>, npu: &NpuContext) -> Result<Strategy> {
         let (context, device) = card_path::open(l0_context, npu)?;
         let mut s = Self::make(StrategyKind::CardPath, npu, &context, &device, UsmKind::Shared, true)?;
         s.card_context = Some(Arc::clone(l0_context));
@@ -264,8 +264,8 @@ impl Strategy {
     fn make(
         kind: StrategyKind,
         npu: &NpuContext,
-        context: &Arc<sycl::Context>,
-        device: &sycl::Device,
+        context: &Arc<sycl::SyclContext>,
+        device: &sycl::SyclDevice,
         usm: UsmKind,
         zero_copy: bool,
     ) -> Result<Strategy> {
@@ -295,13 +295,13 @@ impl Strategy {
 
     /// The SYCL context the shared tensors' memory belongs to (for the card path: the one made
     /// from the Level Zero context, `ContextOrigin::LevelZeroKeep`).
-    pub fn sycl_context(&self) -> &Arc<sycl::Context> {
+    pub fn sycl_context(&self) -> &Arc<sycl::SyclContext> {
         self.queue.context()
     }
 
     /// The SYCL device the memory is allocated on (or, for `SharedSystem` and `NpuToSycl`, that
     /// reaches it).
-    pub fn device(&self) -> &sycl::Device {
+    pub fn device(&self) -> &sycl::SyclDevice {
         &self.device
     }
 
@@ -311,7 +311,7 @@ impl Strategy {
     }
 
     /// The card path's Level Zero context.
-    pub fn level_zero_context(&self) -> Option<&Arc<level_zero::Context>> {
+    pub fn level_zero_context(&self) -> Option<&Arc<level_zero::L0Context>> {
         self.card_context.as_ref()
     }
 

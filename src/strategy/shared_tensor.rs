@@ -169,7 +169,7 @@ impl SharedTensor {
     }
 
     /// The SYCL context the memory belongs to.
-    pub fn sycl_context(&self) -> &Arc<sycl::Context> {
+    pub fn sycl_context(&self) -> &Arc<sycl::SyclContext> {
         self.queue.context()
     }
 

@@ -8,9 +8,9 @@ use cxx::UniquePtr;
 use level_zero_sys::{ze_context_handle_t, ze_device_handle_t};
 
 use super::ffi::bridge;
-use super::{sycl_error, Device, Error, Result};
+use super::{sycl_error, Error, Result, SyclDevice};
 
-/// Who owns a native `ze_context_handle_t` given to [`Context::from_level_zero`].
+/// Who owns a native `ze_context_handle_t` given to [`SyclContext::from_level_zero`].
 ///
 /// Modelled on wgpu-hal's `texture_from_raw(raw, desc, drop_callback)`: without a foreign owner we
 /// (through SYCL) destroy the handle; with one, the foreign owner keeps it and we only hold its
@@ -23,7 +23,7 @@ pub enum LevelZeroOwnership {
     /// `ownership::keep`: the context stays owned by the caller; SYCL and this crate never destroy it.
     Keep {
         /// Whatever keeps the `ze_context` alive (for example the `Arc` of the object that owns and
-        /// destroys it). The [`Context`] holds it and drops it only after the `sycl::context` has been
+        /// destroys it). The [`SyclContext`] holds it and drops it only after the `sycl::context` has been
         /// released, so the owner cannot destroy the `ze_context` first. A `Drop` impl on it doubles as
         /// wgpu-hal's drop callback: it runs when the SYCL side is done with the handle.
         keep_alive: Option<Arc<dyn Any + Send + Sync>>,
@@ -41,7 +41,7 @@ impl fmt::Debug for LevelZeroOwnership {
     }
 }
 
-/// Where a [`Context`] came from.
+/// Where a [`SyclContext`] came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ContextOrigin {
     /// Created by SYCL (`sycl::context(device)`); SYCL destroys its Level Zero context.
@@ -54,12 +54,12 @@ pub enum ContextOrigin {
 
 /// A `sycl::context` and the devices it was made with. Shared through `Arc`: every queue and
 /// allocation holds one, so the context is released only after all of them.
-pub struct Context {
+pub struct SyclContext {
     // Drop order matters: the sycl::context and its devices are released first, then the keep-alive
     // of a foreign ze_context owner (fields drop in declaration order).
     raw: UniquePtr<bridge::SyclContext>,
     sycl_devices: Vec<UniquePtr<bridge::SyclDevice>>,
-    devices: Vec<Device>,
+    devices: Vec<SyclDevice>,
     origin: ContextOrigin,
     deferred: Mutex<Vec<Error>>,
     keep_alive: Option<Arc<dyn Any + Send + Sync>>,
@@ -67,15 +67,15 @@ pub struct Context {
 
 // SAFETY: the C++ objects (`sycl::context`, `sycl::device`) are reference-counted handles that the
 // bridge only ever uses through `const&`; SYCL 2020 requires its host API to be thread-safe, so they
-// may be used and released from any thread. `Device` is plain data, `deferred` is a `Mutex`, and the
+// may be used and released from any thread. `SyclDevice` is plain data, `deferred` is a `Mutex`, and the
 // keep-alive is `Send + Sync` by its type.
-unsafe impl Send for Context {}
+unsafe impl Send for SyclContext {}
 // SAFETY: see `Send`: every method takes `&self` and reaches the C++ objects only through `const&`.
-unsafe impl Sync for Context {}
+unsafe impl Sync for SyclContext {}
 
-impl fmt::Debug for Context {
+impl fmt::Debug for SyclContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context")
+        f.debug_struct("SyclContext")
             .field("origin", &self.origin)
             .field("devices", &self.devices.iter().map(|d| &d.name).collect::<Vec<_>>())
             .field("native", &self.native().ok())
@@ -83,12 +83,12 @@ impl fmt::Debug for Context {
     }
 }
 
-impl Context {
+impl SyclContext {
     /// A plain `sycl::context(device)`.
-    pub fn new(device: &Device) -> Result<Arc<Context>> {
+    pub fn new(device: &SyclDevice) -> Result<Arc<SyclContext>> {
         let sd = device.open()?;
         let raw = bridge::make_device_context(&sd).map_err(sycl_error("sycl::context(device)"))?;
-        Ok(Arc::new(Context {
+        Ok(Arc::new(SyclContext {
             raw,
             sycl_devices: vec![sd],
             devices: vec![device.clone()],
@@ -109,37 +109,37 @@ impl Context {
     /// # Safety
     /// - `ze_context` must be a valid, live Level Zero context created (by `zeContextCreate` or a
     ///   library such as OpenVINO) on the driver of the devices' platform
-    ///   ([`Device::native_driver`]), in this process and through the loader SYCL uses.
+    ///   ([`SyclDevice::native_driver`]), in this process and through the loader SYCL uses.
     /// - With [`LevelZeroOwnership::Transfer`], ownership moves to SYCL: nobody else may destroy the
     ///   handle, and it must not be given to SYCL with `transfer` twice.
-    /// - With [`LevelZeroOwnership::Keep`], the handle must stay valid until the returned `Context` and
+    /// - With [`LevelZeroOwnership::Keep`], the handle must stay valid until the returned `SyclContext` and
     ///   everything made from it are dropped. Passing the owner's keep-alive guarantees that if
     ///   dropping the keep-alive is what destroys the context; without one, the caller guarantees it.
     /// - On `Err` with `Transfer`, whether SYCL took ownership is unspecified; treat the handle as
     ///   given away (it is not destroyed by this crate either).
     pub unsafe fn from_level_zero(
         ze_context: ze_context_handle_t,
-        devices: &[Device],
+        devices: &[SyclDevice],
         ownership: LevelZeroOwnership,
-    ) -> Result<Arc<Context>> {
+    ) -> Result<Arc<SyclContext>> {
         if ze_context.is_null() {
-            return Err(Error::invalid_argument("Context::from_level_zero: the ze_context_handle_t is null"));
+            return Err(Error::invalid_argument("SyclContext::from_level_zero: the ze_context_handle_t is null"));
         }
         if devices.is_empty() {
-            return Err(Error::invalid_argument("Context::from_level_zero: no devices"));
+            return Err(Error::invalid_argument("SyclContext::from_level_zero: no devices"));
         }
-        let locations: Vec<bridge::DeviceLocation> = devices.iter().map(Device::location).collect();
+        let locations: Vec<bridge::DeviceLocation> = devices.iter().map(SyclDevice::location).collect();
         let (own, origin, keep_alive) = match ownership {
             LevelZeroOwnership::Transfer => (bridge::Ownership::Transfer, ContextOrigin::LevelZeroTransfer, None),
             LevelZeroOwnership::Keep { keep_alive } => {
                 (bridge::Ownership::Keep, ContextOrigin::LevelZeroKeep, keep_alive)
             }
         };
-        let sycl_devices = devices.iter().map(Device::open).collect::<Result<Vec<_>>>()?;
+        let sycl_devices = devices.iter().map(SyclDevice::open).collect::<Result<Vec<_>>>()?;
         // SAFETY: the handle's validity, driver and ownership are this function's contract.
         let raw = unsafe { bridge::make_level_zero_context(ze_context as usize, &locations, own) }
-            .map_err(sycl_error("Context::from_level_zero"))?;
-        Ok(Arc::new(Context {
+            .map_err(sycl_error("SyclContext::from_level_zero"))?;
+        Ok(Arc::new(SyclContext {
             raw,
             sycl_devices,
             devices: devices.to_vec(),
@@ -150,17 +150,17 @@ impl Context {
     }
 
     /// A SYCL context over a context of this crate's Level Zero layer, with `ownership::keep`: the
-    /// returned `Context` holds the `Arc` as its keep-alive, so the `ze_context` (destroyed by its own
+    /// returned `SyclContext` holds the `Arc` as its keep-alive, so the `ze_context` (destroyed by its own
     /// `Drop` if it is owned) outlives the `sycl::context`. Safe, because the `Arc` guarantees the
     /// handle's lifetime; the driver is checked against the devices' platform first.
     pub fn from_level_zero_context(
-        context: &Arc<crate::level_zero::Context>,
-        devices: &[Device],
-    ) -> Result<Arc<Context>> {
+        context: &Arc<crate::level_zero::L0Context>,
+        devices: &[SyclDevice],
+    ) -> Result<Arc<SyclContext>> {
         let driver = context.driver().as_raw();
         if let Some(d) = devices.iter().find(|d| d.native_driver() != Some(driver)) {
             return Err(Error::invalid_argument(format!(
-                "Context::from_level_zero_context: the Level Zero context belongs to driver {driver:p}, but device \
+                "SyclContext::from_level_zero_context: the Level Zero context belongs to driver {driver:p}, but device \
                  '{}' belongs to {:?}; make the context on the driver of the devices' platform",
                 d.name,
                 d.native_driver()
@@ -176,7 +176,7 @@ impl Context {
     }
 
     /// The program's own `sycl::context` (a C++ program's, through the C++ API): a copy of the
-    /// handle, so SYCL keeps it alive while this `Context` lives; its devices are the context's
+    /// handle, so SYCL keeps it alive while this `SyclContext` lives; its devices are the context's
     /// Level Zero devices.
     ///
     /// # Errors
@@ -185,24 +185,24 @@ impl Context {
     ///
     /// # Safety
     /// `context` points to a live `sycl::context` for the duration of the call.
-    pub unsafe fn from_sycl(context: *const std::ffi::c_void) -> Result<Arc<Context>> {
+    pub unsafe fn from_sycl(context: *const std::ffi::c_void) -> Result<Arc<SyclContext>> {
         if context.is_null() {
-            return Err(Error::invalid_argument("Context::from_sycl: the sycl::context pointer is null"));
+            return Err(Error::invalid_argument("SyclContext::from_sycl: the sycl::context pointer is null"));
         }
         // SAFETY: `context` points to a live sycl::context (this function's contract); it is copied.
         let raw = unsafe { bridge::adopt_context(context as usize) }.map_err(sycl_error("copying a sycl::context"))?;
         let natives = bridge::context_native_devices(&raw).map_err(sycl_error("sycl::context::get_devices"))?;
         let mut devices = Vec::with_capacity(natives.len());
         for native in natives {
-            let device = Device::find_by_native(native as ze_device_handle_t)?.ok_or_else(|| {
+            let device = SyclDevice::find_by_native(native as ze_device_handle_t)?.ok_or_else(|| {
                 Error::invalid_argument(format!(
-                    "Context::from_sycl: the context's device {native:#x} is not a Level Zero device SYCL lists"
+                    "SyclContext::from_sycl: the context's device {native:#x} is not a Level Zero device SYCL lists"
                 ))
             })?;
             devices.push(device);
         }
-        let sycl_devices = devices.iter().map(Device::open).collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new(Context {
+        let sycl_devices = devices.iter().map(SyclDevice::open).collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(SyclContext {
             raw,
             sycl_devices,
             devices,
@@ -213,7 +213,7 @@ impl Context {
     }
 
     /// `get_native<backend::ext_oneapi_level_zero>(context)`. For a context made with
-    /// [`Context::from_level_zero`] this is the handle given. The handle stays owned as
+    /// [`SyclContext::from_level_zero`] this is the handle given. The handle stays owned as
     /// [`origin`](Self::origin) says; do not destroy it.
     pub fn native(&self) -> Result<ze_context_handle_t> {
         let h = bridge::context_native(&self.raw).map_err(sycl_error("get_native(context)"))?;
@@ -226,7 +226,7 @@ impl Context {
     }
 
     /// The devices the context was made with.
-    pub fn devices(&self) -> &[Device] {
+    pub fn devices(&self) -> &[SyclDevice] {
         &self.devices
     }
 
@@ -276,7 +276,7 @@ impl Context {
     }
 
     /// The `sycl::device` of `device`, which must be one of the context's devices.
-    pub(crate) fn sycl_device(&self, device: &Device) -> Result<(usize, &bridge::SyclDevice)> {
+    pub(crate) fn sycl_device(&self, device: &SyclDevice) -> Result<(usize, &bridge::SyclDevice)> {
         let slot = self.devices.iter().position(|d| d.same_as(device)).ok_or_else(|| {
             Error::invalid_argument(format!(
                 "device '{}' (platform {}, device {}) is not a device of this context",

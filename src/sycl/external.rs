@@ -20,7 +20,7 @@ use cxx::UniquePtr;
 
 use super::ffi::bridge;
 use super::usm::check_allocation;
-use super::{sycl_error, Context, Device, Error, Result};
+use super::{sycl_error, Error, Result, SyclContext, SyclDevice};
 
 /// Device memory allocated with `alloc_exportable_device_mem(…, external_mem_handle_type::dma_buf, …)`
 /// and freed with `free_exportable_memory` in `Drop`. Host code reaches it only through a
@@ -30,8 +30,8 @@ pub struct ExportableDeviceMemory {
     len: usize,
     alignment: usize,
     device_slot: usize,
-    device: Device,
-    context: Arc<Context>,
+    device: SyclDevice,
+    context: Arc<SyclContext>,
     /// Set once the program exported it: another owner may then reach the pages.
     exported: AtomicBool,
     /// Memory the program allocated ([`from_raw`](ExportableDeviceMemory::from_raw)): dropping this
@@ -54,7 +54,7 @@ impl fmt::Debug for ExportableDeviceMemory {
 impl ExportableDeviceMemory {
     /// Allocates `len` bytes of exportable device memory on `device` (one of `context`'s devices),
     /// aligned to `alignment` (a power of two, or 0 for the runtime's default).
-    pub fn new(context: &Arc<Context>, device: &Device, len: usize, alignment: usize) -> Result<Self> {
+    pub fn new(context: &Arc<SyclContext>, device: &SyclDevice, len: usize, alignment: usize) -> Result<Self> {
         let (device_slot, sd) = check_allocation("ExportableDeviceMemory", context, device, len, alignment)?;
         let p = bridge::alloc_exportable_device_mem(len, alignment, sd, context.raw())
             .map_err(sycl_error("alloc_exportable_device_mem"))?;
@@ -84,8 +84,8 @@ impl ExportableDeviceMemory {
     /// `owner` is dropped, and nothing else writes it while an inference or a SYCL copy of the
     /// crate uses it.
     pub unsafe fn from_raw(
-        context: &Arc<Context>,
-        device: &Device,
+        context: &Arc<SyclContext>,
+        device: &SyclDevice,
         ptr: *mut u8,
         len: usize,
         owner: crate::openvino::KeepAlive,
@@ -145,7 +145,7 @@ impl ExportableDeviceMemory {
     }
 
     /// The device the memory lives on.
-    pub fn device(&self) -> &Device {
+    pub fn device(&self) -> &SyclDevice {
         &self.device
     }
 }
@@ -176,9 +176,9 @@ pub struct ImportedMemory {
     ptr: NonNull<u8>,
     len: usize,
     device_slot: usize,
-    device: Device,
+    device: SyclDevice,
     fd: OwnedFd,
-    context: Arc<Context>,
+    context: Arc<SyclContext>,
 }
 
 // SAFETY: the value exclusively owns the import and the fd; the C++ object is only touched through
@@ -201,7 +201,7 @@ impl ImportedMemory {
     /// Imports the first `len` bytes of the dma-buf `fd` on `device` (one of `context`'s devices) and
     /// maps them linearly. Takes the fd by value: it stays open until the import has been released in
     /// `Drop`, then it is closed (also on `Err`).
-    pub fn import_dma_buf(context: &Arc<Context>, device: &Device, fd: OwnedFd, len: usize) -> Result<Self> {
+    pub fn import_dma_buf(context: &Arc<SyclContext>, device: &SyclDevice, fd: OwnedFd, len: usize) -> Result<Self> {
         if len == 0 {
             return Err(Error::invalid_argument("ImportedMemory: zero-length import"));
         }
@@ -237,7 +237,7 @@ impl ImportedMemory {
     }
 
     /// The device the memory is mapped on.
-    pub fn device(&self) -> &Device {
+    pub fn device(&self) -> &SyclDevice {
         &self.device
     }
 }

@@ -6,11 +6,11 @@
 //!
 //! # Ownership graph
 //! ```text
-//! Context (Arc) ──┬── Queue                     (holds Arc<Context>)
-//!                 ├── UsmBuffer                 (holds Arc<Context>; sycl::free in Drop)
-//!                 ├── ExportableDeviceMemory    (holds Arc<Context>; free_exportable_memory in Drop)
-//!                 └── ImportedMemory            (holds Arc<Context> and the OwnedFd; unmap + release in Drop)
-//! Context made from a foreign ze_context with `keep` ── holds the owner's keep-alive (optional), dropped
+//! SyclContext (Arc) ──┬── Queue                     (holds Arc<SyclContext>)
+//!                 ├── UsmBuffer                 (holds Arc<SyclContext>; sycl::free in Drop)
+//!                 ├── ExportableDeviceMemory    (holds Arc<SyclContext>; free_exportable_memory in Drop)
+//!                 └── ImportedMemory            (holds Arc<SyclContext> and the OwnedFd; unmap + release in Drop)
+//! SyclContext made from a foreign ze_context with `keep` ── holds the owner's keep-alive (optional), dropped
 //!                                                       only after the sycl::context is released.
 //! ```
 //! A context therefore outlives every queue and allocation made from it, and a foreign Level Zero
@@ -21,15 +21,15 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use npu_sycl_bridge::level_zero;
-//! use npu_sycl_bridge::sycl::{self, Context, DeviceType, ExportableDeviceMemory, Queue, UsmBuffer, UsmKind};
+//! use npu_sycl_bridge::sycl::{self, SyclContext, DeviceType, ExportableDeviceMemory, Queue, UsmBuffer, UsmKind};
 //!
 //! # fn main() -> npu_sycl_bridge::Result<()> {
 //! let gpu = sycl::devices()?.into_iter().find(|d| d.device_type == DeviceType::Gpu).expect("a GPU");
 //! // A Level Zero context of the GPU's driver, shared with SYCL (`ownership::keep`; the Arc keeps it alive).
 //! // SAFETY: the handle is the runtime's own driver handle of this platform.
 //! let driver = unsafe { level_zero::Driver::from_raw(gpu.native_driver().unwrap()) };
-//! let ze = Arc::new(level_zero::Context::create(driver)?);
-//! let ctx = Context::from_level_zero_context(&ze, std::slice::from_ref(&gpu))?;
+//! let ze = Arc::new(level_zero::L0Context::create(driver)?);
+//! let ctx = SyclContext::from_level_zero_context(&ze, std::slice::from_ref(&gpu))?;
 //! let queue = Queue::new(&ctx, &gpu)?;
 //! let mut buf = UsmBuffer::new(&ctx, &gpu, UsmKind::Shared, 4096, 4096)?;
 //! buf.copy_from_slice(&queue, &[1.0f32; 1024])?;
@@ -42,7 +42,7 @@
 //! # Errors
 //! A C++ exception thrown by the runtime or by the shim's checks becomes an [`Error`] of kind
 //! `ErrorKind::Sycl` whose message is the exception's `what()` text. Errors inside `Drop` (a failing
-//! `sycl::free`, …) are recorded on the [`Context`] and returned by [`Context::take_deferred_errors`]
+//! `sycl::free`, …) are recorded on the [`SyclContext`] and returned by [`SyclContext::take_deferred_errors`]
 //! and by the next [`Queue::wait`].
 //!
 //! # File descriptors
@@ -55,7 +55,7 @@
 //! before SYCL initialises); this layer works with both.
 
 /// [`SyclMemory`] for a type whose fields `ptr: NonNull<u8>`, `len: usize` and
-/// `context: Arc<Context>` (or `&Arc<Context>`) are the memory's first byte, length and context. Invoked in the type's
+/// `context: Arc<SyclContext>` (or `&Arc<SyclContext>`) are the memory's first byte, length and context. Invoked in the type's
 /// own module (the fields are private); the type is sealed in `usm.rs`.
 macro_rules! sycl_memory {
     ($t:ty) => {
@@ -69,7 +69,7 @@ macro_rules! sycl_memory {
             fn len(&self) -> usize {
                 self.len
             }
-            fn context(&self) -> &std::sync::Arc<$crate::sycl::Context> {
+            fn context(&self) -> &std::sync::Arc<$crate::sycl::SyclContext> {
                 &self.context
             }
         }
@@ -84,9 +84,9 @@ mod queue;
 mod usm;
 
 pub(crate) use crate::error::{Error, Result};
-pub use context::{Context, ContextOrigin, LevelZeroOwnership};
+pub use context::{ContextOrigin, LevelZeroOwnership, SyclContext};
 pub use external::{ExportableDeviceMemory, ImportedMemory};
-pub use platform::{devices, platforms, Backend, Device, DeviceType, Platform};
+pub use platform::{devices, platforms, Backend, DeviceType, Platform, SyclDevice};
 pub use queue::{NativeQueue, Queue};
 pub(crate) use usm::element_size_for_read;
 pub use usm::{LentMemory, Pod, SyclMemory, UsmBuffer, UsmKind};

@@ -1,6 +1,6 @@
 //! SYCL platforms and devices as plain data (`Clone`, `Send`, `Sync`).
 //!
-//! A [`Device`] names a root device by its position (`platform_index`, `index`) in
+//! A [`SyclDevice`] names a root device by its position (`platform_index`, `index`) in
 //! `sycl::platform::get_platforms()` / `get_devices()`, which is fixed for the life of the process;
 //! the shim resolves it to a `sycl::device` when a context or allocation needs one.
 
@@ -107,7 +107,7 @@ impl Platform {
     }
 
     /// The root devices of this platform.
-    pub fn devices(&self) -> Result<Vec<Device>> {
+    pub fn devices(&self) -> Result<Vec<SyclDevice>> {
         Ok(devices()?.into_iter().filter(|d| d.platform_index == self.index).collect())
     }
 
@@ -123,7 +123,7 @@ impl Platform {
 /// One root device of a SYCL platform.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Device {
+pub struct SyclDevice {
     /// Position of the device's platform in `get_platforms()`.
     pub platform_index: usize,
     /// Position in the platform's `get_devices()`.
@@ -147,9 +147,9 @@ pub struct Device {
     native_driver: usize,
 }
 
-impl Device {
+impl SyclDevice {
     pub(crate) fn from_record(r: bridge::DeviceRecord) -> Self {
-        Device {
+        SyclDevice {
             platform_index: r.platform_index,
             index: r.device_index,
             backend: Backend::from_name(&r.backend),
@@ -168,7 +168,7 @@ impl Device {
     }
 
     /// Whether `self` and `other` are the same SYCL device.
-    pub(crate) fn same_as(&self, other: &Device) -> bool {
+    pub(crate) fn same_as(&self, other: &SyclDevice) -> bool {
         self.platform_index == other.platform_index && self.index == other.index
     }
 
@@ -190,9 +190,9 @@ impl Device {
 
     /// The SYCL device whose native Level Zero device is `ze_device`. `Ok(None)` is the normal answer
     /// for a device SYCL does not list (an NPU, or a device of a driver SYCL skipped).
-    pub fn find_by_native(ze_device: ze_device_handle_t) -> Result<Option<Device>> {
+    pub fn find_by_native(ze_device: ze_device_handle_t) -> Result<Option<SyclDevice>> {
         let r = bridge::find_device_by_native(ze_device as usize).map_err(sycl_error("find_device_by_native"))?;
-        Ok(r.found.then(|| Device::from_record(r.device)))
+        Ok(r.found.then(|| SyclDevice::from_record(r.device)))
     }
 
     /// Opens the `sycl::device` behind this description.
@@ -209,7 +209,7 @@ pub fn platforms() -> Result<Vec<Platform>> {
 }
 
 /// All root devices of all platforms.
-pub fn devices() -> Result<Vec<Device>> {
+pub fn devices() -> Result<Vec<SyclDevice>> {
     let list = bridge::list_devices().map_err(sycl_error("get_devices"))?;
-    Ok(list.into_iter().map(Device::from_record).collect())
+    Ok(list.into_iter().map(SyclDevice::from_record).collect())
 }

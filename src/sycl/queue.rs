@@ -8,7 +8,7 @@ use level_zero_sys::{ze_command_list_handle_t, ze_command_queue_handle_t};
 
 use super::ffi::bridge;
 use super::usm::{element_size_for_read, Pod, SyclMemory};
-use super::{sycl_error, Context, Device, Error, Result};
+use super::{sycl_error, Error, Result, SyclContext, SyclDevice};
 
 /// The native Level Zero object behind a queue (`get_native<ext_oneapi_level_zero>(queue)`). The
 /// handle stays owned by the runtime.
@@ -20,13 +20,13 @@ pub enum NativeQueue {
     CommandList(ze_command_list_handle_t),
 }
 
-/// An in-order `sycl::queue` on one device of a [`Context`]. It holds an `Arc` to the context and
+/// An in-order `sycl::queue` on one device of a [`SyclContext`]. It holds an `Arc` to the context and
 /// waits for its work in `Drop`.
 pub struct Queue {
     // Dropped before `context`.
     raw: UniquePtr<bridge::SyclQueue>,
-    device: Device,
-    context: Arc<Context>,
+    device: SyclDevice,
+    context: Arc<SyclContext>,
 }
 
 // SAFETY: `sycl::queue` is a reference-counted handle the bridge only uses through `const&` (it copies
@@ -43,19 +43,19 @@ impl fmt::Debug for Queue {
 
 impl Queue {
     /// An in-order queue on `device`, which must be one of `context`'s devices.
-    pub fn new(context: &Arc<Context>, device: &Device) -> Result<Queue> {
+    pub fn new(context: &Arc<SyclContext>, device: &SyclDevice) -> Result<Queue> {
         let (_, sd) = context.sycl_device(device)?;
         let raw = bridge::make_in_order_queue(context.raw(), sd).map_err(sycl_error("sycl::queue"))?;
         Ok(Queue { raw, device: device.clone(), context: Arc::clone(context) })
     }
 
     /// The queue's context.
-    pub fn context(&self) -> &Arc<Context> {
+    pub fn context(&self) -> &Arc<SyclContext> {
         &self.context
     }
 
     /// The queue's device.
-    pub fn device(&self) -> &Device {
+    pub fn device(&self) -> &SyclDevice {
         &self.device
     }
 

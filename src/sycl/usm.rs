@@ -5,7 +5,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::ffi::bridge;
-use super::{sycl_error, Context, Device, Error, Queue, Result};
+use super::{sycl_error, Error, Queue, Result, SyclContext, SyclDevice};
 
 /// The kind of a USM allocation (`sycl::usm::alloc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,7 +79,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Memory the SYCL runtime knows in a [`Context`]: a [`UsmBuffer`], an
+/// Memory the SYCL runtime knows in a [`SyclContext`]: a [`UsmBuffer`], an
 /// [`ExportableDeviceMemory`](super::ExportableDeviceMemory) or an
 /// [`ImportedMemory`](super::ImportedMemory). Copies go through [`Queue`].
 pub trait SyclMemory: sealed::Sealed {
@@ -94,7 +94,7 @@ pub trait SyclMemory: sealed::Sealed {
         self.len() == 0
     }
     /// The context the memory belongs to.
-    fn context(&self) -> &Arc<Context>;
+    fn context(&self) -> &Arc<SyclContext>;
 }
 
 impl sealed::Sealed for UsmBuffer {}
@@ -108,7 +108,7 @@ impl sealed::Sealed for LentMemory<'_> {}
 pub struct LentMemory<'a> {
     ptr: NonNull<u8>,
     len: usize,
-    context: &'a Arc<Context>,
+    context: &'a Arc<SyclContext>,
     _guard: Box<dyn Send + Sync + 'a>,
 }
 
@@ -121,7 +121,7 @@ impl<'a> LentMemory<'a> {
     pub(crate) unsafe fn new(
         ptr: NonNull<u8>,
         len: usize,
-        context: &'a Arc<Context>,
+        context: &'a Arc<SyclContext>,
         guard: impl Send + Sync + 'a,
     ) -> LentMemory<'a> {
         LentMemory { ptr, len, context, _guard: Box::new(guard) }
@@ -142,8 +142,8 @@ sycl_memory!(LentMemory<'_>);
 /// `sycl::device` are returned.
 pub(super) fn check_allocation<'c>(
     what: &str,
-    context: &'c Context,
-    device: &Device,
+    context: &'c SyclContext,
+    device: &SyclDevice,
     len: usize,
     alignment: usize,
 ) -> Result<(usize, &'c bridge::SyclDevice)> {
@@ -159,7 +159,7 @@ pub(super) fn check_allocation<'c>(
 
 /// A USM allocation (`aligned_alloc_{host,shared,device}`), freed with `sycl::free` in `Drop`.
 ///
-/// It holds an `Arc` to its [`Context`], so the context outlives it. All copy helpers (here and on
+/// It holds an `Arc` to its [`SyclContext`], so the context outlives it. All copy helpers (here and on
 /// [`Queue`]) wait for completion before returning, so nothing is in flight on it when it is dropped
 /// unless raw pointers were used with [`Queue::memcpy_raw`] (then wait first).
 pub struct UsmBuffer {
@@ -167,8 +167,8 @@ pub struct UsmBuffer {
     len: usize,
     alignment: usize,
     kind: UsmKind,
-    device: Device,
-    context: Arc<Context>,
+    device: SyclDevice,
+    context: Arc<SyclContext>,
 }
 
 // SAFETY: the buffer exclusively owns its allocation (like `Box<[u8]>`); freeing it from another thread
@@ -193,7 +193,13 @@ impl UsmBuffer {
     /// Allocates `len` bytes of `kind` on `device` in `context`, aligned to `alignment` (a power of
     /// two, or 0 for the runtime's default). The memory is uninitialised as far as this type knows
     /// (read it only after writing it, or after [`fill`](Self::fill)).
-    pub fn new(context: &Arc<Context>, device: &Device, kind: UsmKind, len: usize, alignment: usize) -> Result<Self> {
+    pub fn new(
+        context: &Arc<SyclContext>,
+        device: &SyclDevice,
+        kind: UsmKind,
+        len: usize,
+        alignment: usize,
+    ) -> Result<Self> {
         let (_, sd) = check_allocation("UsmBuffer", context, device, len, alignment)?;
         let p = bridge::usm_alloc(kind.to_bridge(), len, alignment, sd, context.raw())
             .map_err(sycl_error("USM allocation"))?;
@@ -212,7 +218,7 @@ impl UsmBuffer {
     }
 
     /// The device the memory was allocated on (for host memory: the device it was asked with).
-    pub fn device(&self) -> &Device {
+    pub fn device(&self) -> &SyclDevice {
         &self.device
     }
 

@@ -1,8 +1,8 @@
 // Wrapping a raw ze_context_handle_t is `unsafe`: the caller vouches for the handle's lifetime and driver.
-use npu_sycl_bridge::sycl::{Context, Device, LevelZeroOwnership};
+use npu_sycl_bridge::sycl::{SyclContext, SyclDevice, LevelZeroOwnership};
 
-fn wrap(raw: level_zero_sys::ze_context_handle_t, devices: &[Device]) {
-    let _ = Context::from_level_zero(raw, devices, LevelZeroOwnership::Transfer);
+fn wrap(raw: level_zero_sys::ze_context_handle_t, devices: &[SyclDevice]) {
+    let _ = SyclContext::from_level_zero(raw, devices, LevelZeroOwnership::Transfer);
 }
 
 fn main() {}

@@ -372,8 +372,8 @@ unsafe impl Sync for Release {}
 /// The NPU context of the program's compiled model, with the program's SYCL context and device.
 pub struct NpuState {
     npu: NpuContext,
-    context: Arc<sycl::Context>,
-    device: sycl::Device,
+    context: Arc<sycl::SyclContext>,
+    device: sycl::SyclDevice,
     /// The in-order queue the crate's SYCL copies of imported memory run on.
     queue: Arc<Queue>,
 }
@@ -450,7 +450,7 @@ unsafe fn npu_open(
     guard("npu_sycl_bridge::Npu", || {
         let npu = NpuContext::from_remote_context(RemoteContext::external(Box::new(CppContext(context))))?;
         // SAFETY: the C++ API passes the address of the queue's live sycl::context.
-        let context = unsafe { sycl::Context::from_sycl(sycl_context as *const std::ffi::c_void) }?;
+        let context = unsafe { sycl::SyclContext::from_sycl(sycl_context as *const std::ffi::c_void) }?;
         let device = context
             .devices()
             .iter()
@@ -645,8 +645,8 @@ fn tensor_read(tensor: &TensorState, offset: usize, out: &mut [u8]) -> CppResult
 /// # Safety
 /// `buffer` is exportable device memory of `device` in `context`, valid until its release runs.
 unsafe fn program_sycl_memory(
-    context: &Arc<sycl::Context>,
-    device: &sycl::Device,
+    context: &Arc<sycl::SyclContext>,
+    device: &sycl::SyclDevice,
     buffer: ffi::ProgramBuffer,
 ) -> npu_sycl_bridge::Result<ExportableDeviceMemory> {
     let owner: KeepAlive = Arc::new(Release { _callback: buffer.release });

@@ -399,8 +399,8 @@ fn cpu_outputs(core: &Core, m: &ReferenceModel) -> Result<Vec<Vec<u8>>, Error> {
 struct Bench<'a> {
     npu: &'a NpuContext,
     compiled: &'a CompiledModel,
-    context: &'a Arc<sycl::Context>,
-    gpu: &'a sycl::Device,
+    context: &'a Arc<sycl::SyclContext>,
+    gpu: &'a sycl::SyclDevice,
     m: &'a ReferenceModel,
     cpu: &'a [Vec<u8>],
     vp: Option<&'static VirtualPlatform>,
@@ -546,8 +546,8 @@ struct Setup {
     compiled: CompiledModel,
     npu: NpuContext,
     cpu: Vec<Vec<u8>>,
-    gpu: sycl::Device,
-    context: Arc<sycl::Context>,
+    gpu: sycl::SyclDevice,
+    context: Arc<sycl::SyclContext>,
 }
 
 fn gather(force_virtual: bool) -> Result<Report> {
@@ -625,7 +625,7 @@ fn gather(force_virtual: bool) -> Result<Report> {
                     "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's",
                 )
             })?;
-        let context = sycl::Context::new(&gpu)?;
+        let context = sycl::SyclContext::new(&gpu)?;
         Ok(Setup { _core: core, compiled, npu, cpu, gpu, context })
     };
     match setup() {

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use npu_sycl_bridge::level_zero::{Device, DeviceType, Driver};
+use npu_sycl_bridge::level_zero::{DeviceType, Driver, L0Device};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::npu::{NpuContext, NpuTensor};
 use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Properties, Tensor, TensorType};
@@ -40,7 +40,7 @@ pub fn core() -> &'static Core {
 }
 
 /// The first Level Zero device of type `kind` (the virtual GPU or NPU), with its driver.
-pub fn l0_device(kind: DeviceType) -> (Driver, Device) {
+pub fn l0_device(kind: DeviceType) -> (Driver, L0Device) {
     vp();
     for driver in Driver::all().unwrap() {
         for device in driver.devices().unwrap() {
