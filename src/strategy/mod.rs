@@ -9,15 +9,8 @@
 //! A program's own SYCL memory becomes a shared tensor the same way, without a strategy:
 //! `SharedTensor::new(&queue, npu.import(usm, ..)?)`.
 //!
-//! | strategy | kind | SYCL side | NPU side | works on real hardware | zero-copy |
-//! |----------|------------------|-----------|----------|------------------------|-----------|
-//! | `CardPath` | [`StrategyKind::CardPath`] | `malloc_shared` in a SYCL context made **from the NPU's** Level Zero context | CPU_VA (the plugin reuses its own allocation) | **never on stock DPC++** (the NPU's driver is no SYCL platform): a typed [`Unsupported`](crate::ErrorKind::Unsupported) error; the rest of the path runs for a context whose driver SYCL lists | yes |
-//! | `DmaBuf` | [`StrategyKind::DmaBuf`] | `alloc_exportable_device_mem` → dma-buf fd | SHARED_BUF import | what Intel recommends on Linux; needs DMA_BUF import in the NPU driver (cross-driver i915/xe → ivpu import unverified) | yes |
-//! | `CpuVa` | [`StrategyKind::CpuVa`] | `aligned_alloc_host` / `aligned_alloc_shared` (4096) | CPU_VA (sysmem import) | needs STANDARD_ALLOCATION import; GPU-driver USM as NPU sysmem is **unverified** on i915/xe + ivpu | yes |
-//! | `SharedSystem` | [`StrategyKind::SharedSystem`] | ordinary page-aligned process memory: used in place where the device has `usm_system_allocations`, reached by SYCL `memcpy` elsewhere | CPU_VA (sysmem import) | needs STANDARD_ALLOCATION import (NPU 40xx+ with the userptr ioctl); unverified on hardware | NPU side always; SYCL side only with shared-system USM |
-//! | `NpuExport` | [`StrategyKind::NpuExport`] | NPU host memory allocated exportable in the crate's own NPU context ([`NpuContext::export_context`](crate::npu::NpuContext::export_context)), exported as a dma-buf and imported by SYCL (`import_external_memory`) | SHARED_BUF import of the same buffer | needs the GPU driver to import the NPU's dma-buf (ivpu → i915/xe unverified on hardware). The plugin's own tensors cannot take this route: it allocates them without an export descriptor, and the NPU driver exports nothing else | yes |
-//! | `NpuToSycl` | [`StrategyKind::NpuToSycl`] | SYCL `memcpy` to/from the plugin's memory | L0 host tensor (plugin `zeMemAllocHost`) | everywhere the NPU works | **no**: a CPU copy on the SYCL side |
-//! | [`Auto`] | the first that works | | | tries in order, stops at the first that works: dma-buf → CPU_VA → shared system memory → NPU→SYCL zero-copy → NPU→SYCL copy (never the card path) | |
+//! Which strategy works where, what each costs and who owns its memory: the table in the
+//! [crate docs](crate#sharing-strategies) (`docs/guide.md`), one row per [`StrategyKind`].
 //!
 //! # Ownership and drop order
 //! ```text
