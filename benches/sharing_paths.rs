@@ -22,7 +22,8 @@
 use npu_sycl_bridge::level_zero::{DeviceType, Driver, L0Context};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::npu::NpuContext;
-use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, KeepAlive, Properties, Tensor, TensorType};
+use npu_sycl_bridge::openvino::{Core, ElementType, InferRequest, Properties, Tensor, TensorType};
+use npu_sycl_bridge::ownership::KeepAlive;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use testkit::{models, virtual_platform};

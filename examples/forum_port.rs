@@ -33,8 +33,9 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context as _, Result};
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
+use npu_sycl_bridge::ownership::Foreign;
 use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
-use npu_sycl_bridge::sycl::{self, DeviceType, LevelZeroOwnership, Platform};
+use npu_sycl_bridge::sycl::{self, DeviceType, Platform};
 use npu_sycl_bridge::ErrorKind;
 use testkit::models::{self, ReferenceModel};
 use testkit::virtual_platform::{self, Selection, VirtualPlatform};
@@ -261,7 +262,7 @@ fn run() -> Result<bool> {
                     sycl::SyclContext::from_level_zero(
                         ze_ctx,
                         std::slice::from_ref(&gpu),
-                        LevelZeroOwnership::Keep { keep_alive: Some(keep) },
+                        Foreign::Borrowed { owner: Some(keep) },
                     )
                 };
                 match forced {

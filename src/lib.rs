@@ -4,7 +4,7 @@
     doc = "\n[`StrategyKind`]: strategy::StrategyKind\n[`StrategyKind::ALL`]: strategy::StrategyKind::ALL\n[`StrategyKind::CardPath`]: strategy::StrategyKind::CardPath\n[`StrategyKind::DmaBuf`]: strategy::StrategyKind::DmaBuf\n[`StrategyKind::CpuVa`]: strategy::StrategyKind::CpuVa\n[`StrategyKind::SharedSystem`]: strategy::StrategyKind::SharedSystem\n[`StrategyKind::NpuExport`]: strategy::StrategyKind::NpuExport\n[`StrategyKind::NpuToSycl`]: strategy::StrategyKind::NpuToSycl\n[`Auto::ORDER`]: strategy::Auto::ORDER\n[`Auto::survey`]: strategy::Auto::survey\n[`Auto`]: strategy::Auto\n[`CardPath`]: strategy::StrategyKind::CardPath\n[`Strategy::card_path`]: strategy::Strategy::card_path\n\
            [`Strategy::new`]: strategy::Strategy::new\n[`DmaBuf`]: strategy::StrategyKind::DmaBuf\n[`CpuVa`]: strategy::StrategyKind::CpuVa\n\
            [`NpuToSycl`]: strategy::StrategyKind::NpuToSycl\n[`SharedTensor`]: strategy::SharedTensor\n[`PendingSycl`]: strategy::PendingSycl\n[`sycl`]: crate::sycl\n\
-           [`strategy`]: crate::strategy\n[`sycl::LevelZeroOwnership::Keep`]: crate::sycl::LevelZeroOwnership::Keep\n\
+           [`strategy`]: crate::strategy\n[`Foreign::Borrowed`]: crate::ownership::Foreign::Borrowed\n\
            [`sycl::SyclContext::from_level_zero`]: crate::sycl::SyclContext::from_level_zero\n\
            [`sycl::ExportableDeviceMemory`]: crate::sycl::ExportableDeviceMemory\n[`sycl::UsmBuffer`]: crate::sycl::UsmBuffer"
 )]
@@ -14,7 +14,7 @@
     doc = "\n[`StrategyKind`]: #feature-sycl\n[`StrategyKind::ALL`]: #feature-sycl\n[`StrategyKind::CardPath`]: #feature-sycl\n[`StrategyKind::DmaBuf`]: #feature-sycl\n[`StrategyKind::CpuVa`]: #feature-sycl\n[`StrategyKind::SharedSystem`]: #feature-sycl\n[`StrategyKind::NpuExport`]: #feature-sycl\n[`StrategyKind::NpuToSycl`]: #feature-sycl\n[`Auto::ORDER`]: #feature-sycl\n[`Auto::survey`]: #feature-sycl\n[`Auto`]: #feature-sycl\n[`CardPath`]: #feature-sycl\n[`Strategy::card_path`]: #feature-sycl\n\
            [`Strategy::new`]: #feature-sycl\n[`DmaBuf`]: #feature-sycl\n[`CpuVa`]: #feature-sycl\n\
            [`NpuToSycl`]: #feature-sycl\n[`SharedTensor`]: #feature-sycl\n[`PendingSycl`]: #feature-sycl\n[`sycl`]: #feature-sycl\n\
-           [`strategy`]: #feature-sycl\n[`sycl::LevelZeroOwnership::Keep`]: #feature-sycl\n\
+           [`strategy`]: #feature-sycl\n\
            [`sycl::SyclContext::from_level_zero`]: #feature-sycl\n\
            [`sycl::ExportableDeviceMemory`]: #feature-sycl\n[`sycl::UsmBuffer`]: #feature-sycl"
 )]
@@ -35,6 +35,7 @@ pub mod level_zero;
 pub mod memory;
 pub mod npu;
 pub mod openvino;
+pub mod ownership;
 pub mod pool;
 
 #[cfg(feature = "sycl")]

@@ -14,7 +14,8 @@ use npu_sycl_bridge::error::Aligned;
 use npu_sycl_bridge::level_zero::{dup_fd, DeviceType, L0Allocation, L0Context, MemoryType};
 use npu_sycl_bridge::memory::{PageAlignedBuffer, RawMemory};
 use npu_sycl_bridge::npu::{LaptopGeneration, NpuContext, NpuTensor};
-use npu_sycl_bridge::openvino::{Core, ElementType, KeepAlive, MemType, Properties, Tensor, TensorType};
+use npu_sycl_bridge::openvino::{Core, ElementType, MemType, Properties, Tensor, TensorType};
+use npu_sycl_bridge::ownership::KeepAlive;
 use npu_sycl_bridge::{ErrorKind, Path};
 use testkit::models::{self, ReferenceModel};
 

@@ -142,10 +142,10 @@ mod inner {
         Core, ElementType, ExternalContext, ExternalTensor, InferRequest, RemoteContext, RemoteTensor, Shape,
         TensorProperties, TensorType,
     };
+    use npu_sycl_bridge::ownership::Foreign;
     use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
     use npu_sycl_bridge::sycl::{
-        self, ContextOrigin, ExportableDeviceMemory, LevelZeroOwnership, Queue, SyclContext, SyclMemory, UsmBuffer,
-        UsmKind,
+        self, ContextOrigin, ExportableDeviceMemory, Queue, SyclContext, SyclMemory, UsmBuffer, UsmKind,
     };
     use npu_sycl_bridge::{ErrorKind, Path};
     use testkit::models::{self, ReferenceModel};
@@ -339,7 +339,7 @@ mod inner {
                 SyclContext::from_level_zero(
                     npu_l0.as_raw(),
                     std::slice::from_ref(&e.gpu),
-                    LevelZeroOwnership::Keep { keep_alive },
+                    Foreign::Borrowed { owner: keep_alive },
                 )
             };
             let err = r.expect_err("make_context with the NPU's context and a GPU device must fail");

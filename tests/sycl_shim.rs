@@ -90,9 +90,10 @@ mod inner {
     use std::sync::Arc;
 
     use npu_sycl_bridge::level_zero as l0;
+    use npu_sycl_bridge::ownership::Foreign;
     use npu_sycl_bridge::sycl::{
-        self, Backend, ContextOrigin, DeviceType, ExportableDeviceMemory, ImportedMemory, LevelZeroOwnership,
-        NativeQueue, Platform, Queue, SyclContext, SyclDevice, SyclMemory, UsmBuffer, UsmKind,
+        self, Backend, ContextOrigin, DeviceType, ExportableDeviceMemory, ImportedMemory, NativeQueue, Platform, Queue,
+        SyclContext, SyclDevice, SyclMemory, UsmBuffer, UsmKind,
     };
     use npu_sycl_bridge::ErrorKind;
 
@@ -273,7 +274,7 @@ mod inner {
             SyclContext::from_level_zero(
                 l0ctx.as_raw(),
                 std::slice::from_ref(&g.device),
-                LevelZeroOwnership::Keep { keep_alive: Some(keep_alive) },
+                Foreign::Borrowed { owner: Some(keep_alive) },
             )
         }
         .expect("make_context(keep)");
@@ -321,7 +322,7 @@ mod inner {
                 SyclContext::from_level_zero(
                     l0ctx.as_raw(),
                     std::slice::from_ref(&g.device),
-                    LevelZeroOwnership::Keep { keep_alive: Some(Arc::new(DropFlag(dropped.clone()))) },
+                    Foreign::Borrowed { owner: Some(Arc::new(DropFlag(dropped.clone()))) },
                 )
             }
             .expect("make_context(keep)");
@@ -348,7 +349,7 @@ mod inner {
             SyclContext::from_level_zero(
                 l0ctx.as_raw(),
                 std::slice::from_ref(&g.device),
-                LevelZeroOwnership::Keep { keep_alive: None },
+                Foreign::Borrowed { owner: None },
             )
         }
         .unwrap();
@@ -382,9 +383,8 @@ mod inner {
         assert_eq!(r, level_zero_sys::ZE_RESULT_SUCCESS, "zeContextCreate");
         // SAFETY: `raw` is a fresh context of the GPU's driver; ownership moves to SYCL here and we never
         // touch the handle again after the context is dropped.
-        let ctx =
-            unsafe { SyclContext::from_level_zero(raw, std::slice::from_ref(&g.device), LevelZeroOwnership::Transfer) }
-                .expect("make_context(transfer)");
+        let ctx = unsafe { SyclContext::from_level_zero(raw, std::slice::from_ref(&g.device), Foreign::Owned) }
+            .expect("make_context(transfer)");
         assert_eq!(ctx.origin(), ContextOrigin::LevelZeroTransfer);
         assert!(!ctx.has_keep_alive());
         assert_eq!(ctx.native().unwrap(), raw);
@@ -417,11 +417,7 @@ mod inner {
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
         // SAFETY: null is rejected before any use.
         let e = unsafe {
-            SyclContext::from_level_zero(
-                std::ptr::null_mut(),
-                std::slice::from_ref(&g.device),
-                LevelZeroOwnership::Transfer,
-            )
+            SyclContext::from_level_zero(std::ptr::null_mut(), std::slice::from_ref(&g.device), Foreign::Owned)
         }
         .unwrap_err();
         assert_eq!(e.kind(), &ErrorKind::InvalidArgument);
@@ -564,10 +560,7 @@ mod inner {
             .find(|d| d.as_raw() != g.driver.as_raw())
             .expect("a second Level Zero driver (the virtual NPU's)");
         let npu_ctx = Arc::new(l0::L0Context::create(other).expect("context of the other driver"));
-        for ownership in [
-            LevelZeroOwnership::Keep { keep_alive: Some(npu_ctx.clone()) },
-            LevelZeroOwnership::Keep { keep_alive: None },
-        ] {
+        for ownership in [Foreign::Borrowed { owner: Some(npu_ctx.clone()) }, Foreign::Borrowed { owner: None }] {
             // SAFETY: a live context (of another driver: that is the point); kept alive by npu_ctx.
             let r =
                 unsafe { SyclContext::from_level_zero(npu_ctx.as_raw(), std::slice::from_ref(&g.device), ownership) };

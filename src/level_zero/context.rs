@@ -4,10 +4,11 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::{api, check, require, sys, AllocationInfo, Driver, HostMemFlags, L0Allocation, L0Device, MemoryType};
 use crate::error::{Error, Path, Result};
+use crate::ownership::{DeferredErrors, Foreign};
 
 /// A Level Zero context (`ze_context_handle_t`).
 ///
@@ -24,15 +25,10 @@ use crate::error::{Error, Path, Result};
 pub struct L0Context {
     handle: sys::ze_context_handle_t,
     driver: Driver,
-    ownership: Ownership,
+    ownership: Foreign,
     /// Errors of `Drop` impls of allocations made in this context (a failing `zeMemFree`), returned
     /// by the next allocation call or by [`take_deferred_errors`](Self::take_deferred_errors).
-    deferred: Mutex<Vec<Error>>,
-}
-
-enum Ownership {
-    Owned,
-    Borrowed { _owner: Option<Box<dyn Any + Send + Sync>> },
+    deferred: DeferredErrors,
 }
 
 // SAFETY: Level Zero context handles may be used from any thread (the spec makes every API except
@@ -50,7 +46,7 @@ impl L0Context {
         let mut handle = std::ptr::null_mut();
         // SAFETY: a valid driver handle, descriptor and output pointer.
         check(unsafe { api.zeContextCreate(driver.as_raw(), &desc, &mut handle) }, "zeContextCreate")?;
-        Ok(L0Context::wrap(handle, driver, Ownership::Owned))
+        Ok(L0Context::wrap(handle, driver, Foreign::Owned))
     }
 
     /// Takes ownership of a context created elsewhere ("transfer"): `Drop` destroys it.
@@ -59,7 +55,7 @@ impl L0Context {
     /// `handle` is a live context of `driver`; nobody else destroys it, and nobody uses it after
     /// this wrapper (and every `Arc` clone of it) is dropped.
     pub unsafe fn from_raw_owned(handle: sys::ze_context_handle_t, driver: Driver) -> L0Context {
-        L0Context::wrap(handle, driver, Ownership::Owned)
+        L0Context::wrap(handle, driver, Foreign::Owned)
     }
 
     /// Wraps a context owned elsewhere ("keep"): it is never destroyed here.
@@ -70,7 +66,7 @@ impl L0Context {
     /// [`from_raw_borrowed_with_owner`](Self::from_raw_borrowed_with_owner), which can keep the
     /// owner alive by construction.
     pub unsafe fn from_raw_borrowed(handle: sys::ze_context_handle_t, driver: Driver) -> L0Context {
-        L0Context::wrap(handle, driver, Ownership::Borrowed { _owner: None })
+        L0Context::wrap(handle, driver, Foreign::Borrowed { owner: None })
     }
 
     /// Wraps a context owned by `owner` (never destroyed here) and keeps `owner` alive until this
@@ -83,32 +79,27 @@ impl L0Context {
         driver: Driver,
         owner: impl Any + Send + Sync,
     ) -> L0Context {
-        L0Context::wrap(handle, driver, Ownership::Borrowed { _owner: Some(Box::new(owner)) })
+        L0Context::wrap(handle, driver, Foreign::borrowed_by(owner))
     }
 
-    fn wrap(handle: sys::ze_context_handle_t, driver: Driver, ownership: Ownership) -> L0Context {
-        L0Context { handle, driver, ownership, deferred: Mutex::new(Vec::new()) }
+    fn wrap(handle: sys::ze_context_handle_t, driver: Driver, ownership: Foreign) -> L0Context {
+        L0Context { handle, driver, ownership, deferred: DeferredErrors::default() }
     }
 
     /// Errors recorded by `Drop` impls of allocations made in this context (a failing `zeMemFree`),
     /// oldest first; the list is emptied. The next allocation call in the context returns the oldest
     /// one instead of allocating, so such an error is never lost silently.
     pub fn take_deferred_errors(&self) -> Vec<Error> {
-        std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()))
+        self.deferred.take_all()
     }
 
     pub(crate) fn defer_error(&self, e: Error) {
-        self.deferred.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+        self.deferred.push(e);
     }
 
     /// Returns the oldest deferred error, if any.
     fn check_deferred(&self) -> Result<()> {
-        let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-        if d.is_empty() {
-            Ok(())
-        } else {
-            Err(d.remove(0))
-        }
+        self.deferred.check()
     }
 
     /// The raw handle. It stays valid while `self` lives; do not destroy it.
@@ -123,7 +114,7 @@ impl L0Context {
 
     /// Whether `Drop` destroys the context.
     pub fn is_owned(&self) -> bool {
-        matches!(self.ownership, Ownership::Owned)
+        self.ownership.is_owned()
     }
 
     /// `zeContextGetStatus`: `Ok` while the context is usable. Loaders without the function, or
@@ -359,7 +350,7 @@ impl L0Context {
 
 impl Drop for L0Context {
     fn drop(&mut self) {
-        if let Ownership::Owned = self.ownership {
+        if self.ownership.is_owned() {
             if let Ok(api) = api() {
                 // SAFETY: we own the handle and every allocation (which holds an Arc to us) is gone;
                 // it is destroyed exactly once, here. An error cannot be reported from Drop.

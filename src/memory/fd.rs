@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::DmaBufFd;
 use crate::error::{Error, ErrorKind, Result};
-use crate::openvino::KeepAlive;
+use crate::ownership::KeepAlive;
 
 /// `Ok` when `fd` refers to an open file (fstat succeeds).
 pub(crate) fn check_open(fd: RawFd) -> Result<()> {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
 use crate::openvino::tensor::TensorHandle;
-use crate::openvino::KeepAlive;
+use crate::ownership::KeepAlive;
 
 /// A dma-buf in a context: the context, and the device and inode of the buffer's file.
 type BufferKey = (usize, (u64, u64));

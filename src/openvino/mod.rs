@@ -67,9 +67,7 @@ pub(crate) use self::tensor::TensorHandle;
 pub(crate) use self::tensor::TensorUse;
 pub use self::tensor::{Tensor, TensorBytes, TensorBytesMut, TensorData, TensorDataMut};
 
-/// Keeps something alive for as long as a tensor (or anything else holding it) lives: an owner of
-/// memory that a native object points into, a file descriptor, a parent handle.
-pub type KeepAlive = std::sync::Arc<dyn std::any::Any + Send + Sync>;
+pub(crate) use crate::ownership::KeepAlive;
 
 use std::ffi::{c_char, CStr, CString};
 

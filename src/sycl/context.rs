@@ -1,45 +1,14 @@
 //! `sycl::context`: plain, or made from a native Level Zero context with `keep` or `transfer`.
 
-use std::any::Any;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use cxx::UniquePtr;
 use level_zero_sys::{ze_context_handle_t, ze_device_handle_t};
 
 use super::ffi::bridge;
 use super::{sycl_error, Error, Result, SyclDevice};
-
-/// Who owns a native `ze_context_handle_t` given to [`SyclContext::from_level_zero`].
-///
-/// Modelled on wgpu-hal's `texture_from_raw(raw, desc, drop_callback)`: without a foreign owner we
-/// (through SYCL) destroy the handle; with one, the foreign owner keeps it and we only hold its
-/// keep-alive until we are done.
-#[derive(Clone)]
-pub enum LevelZeroOwnership {
-    /// `ownership::transfer`: SYCL owns the context from now on and calls `zeContextDestroy` when the
-    /// `sycl::context` (and everything made from it) is gone. The caller must not destroy it.
-    Transfer,
-    /// `ownership::keep`: the context stays owned by the caller; SYCL and this crate never destroy it.
-    Keep {
-        /// Whatever keeps the `ze_context` alive (for example the `Arc` of the object that owns and
-        /// destroys it). The [`SyclContext`] holds it and drops it only after the `sycl::context` has been
-        /// released, so the owner cannot destroy the `ze_context` first. A `Drop` impl on it doubles as
-        /// wgpu-hal's drop callback: it runs when the SYCL side is done with the handle.
-        keep_alive: Option<Arc<dyn Any + Send + Sync>>,
-    },
-}
-
-impl fmt::Debug for LevelZeroOwnership {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LevelZeroOwnership::Transfer => f.write_str("Transfer"),
-            LevelZeroOwnership::Keep { keep_alive } => {
-                f.debug_struct("Keep").field("keep_alive", &keep_alive.as_ref().map(|_| "..")).finish()
-            }
-        }
-    }
-}
+use crate::ownership::{DeferredErrors, Foreign, KeepAlive};
 
 /// Where a [`SyclContext`] came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,8 +30,9 @@ pub struct SyclContext {
     sycl_devices: Vec<UniquePtr<bridge::SyclDevice>>,
     devices: Vec<SyclDevice>,
     origin: ContextOrigin,
-    deferred: Mutex<Vec<Error>>,
-    keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+    deferred: DeferredErrors,
+    /// The owner of a borrowed `ze_context` ([`Foreign::Borrowed`]), dropped last.
+    owner: Option<KeepAlive>,
 }
 
 // SAFETY: the C++ objects (`sycl::context`, `sycl::device`) are reference-counted handles that the
@@ -93,8 +63,8 @@ impl SyclContext {
             sycl_devices: vec![sd],
             devices: vec![device.clone()],
             origin: ContextOrigin::Sycl,
-            deferred: Mutex::new(Vec::new()),
-            keep_alive: None,
+            deferred: DeferredErrors::default(),
+            owner: None,
         }))
     }
 
@@ -110,9 +80,9 @@ impl SyclContext {
     /// - `ze_context` must be a valid, live Level Zero context created (by `zeContextCreate` or a
     ///   library such as OpenVINO) on the driver of the devices' platform
     ///   ([`SyclDevice::native_driver`]), in this process and through the loader SYCL uses.
-    /// - With [`LevelZeroOwnership::Transfer`], ownership moves to SYCL: nobody else may destroy the
+    /// - With [`Foreign::Owned`], ownership moves to SYCL: nobody else may destroy the
     ///   handle, and it must not be given to SYCL with `transfer` twice.
-    /// - With [`LevelZeroOwnership::Keep`], the handle must stay valid until the returned `SyclContext` and
+    /// - With [`Foreign::Borrowed`](crate::ownership::Foreign::Borrowed), the handle must stay valid until the returned `SyclContext` and
     ///   everything made from it are dropped. Passing the owner's keep-alive guarantees that if
     ///   dropping the keep-alive is what destroys the context; without one, the caller guarantees it.
     /// - On `Err` with `Transfer`, whether SYCL took ownership is unspecified; treat the handle as
@@ -120,7 +90,7 @@ impl SyclContext {
     pub unsafe fn from_level_zero(
         ze_context: ze_context_handle_t,
         devices: &[SyclDevice],
-        ownership: LevelZeroOwnership,
+        ownership: Foreign,
     ) -> Result<Arc<SyclContext>> {
         if ze_context.is_null() {
             return Err(Error::invalid_argument("SyclContext::from_level_zero: the ze_context_handle_t is null"));
@@ -129,11 +99,9 @@ impl SyclContext {
             return Err(Error::invalid_argument("SyclContext::from_level_zero: no devices"));
         }
         let locations: Vec<bridge::DeviceLocation> = devices.iter().map(SyclDevice::location).collect();
-        let (own, origin, keep_alive) = match ownership {
-            LevelZeroOwnership::Transfer => (bridge::Ownership::Transfer, ContextOrigin::LevelZeroTransfer, None),
-            LevelZeroOwnership::Keep { keep_alive } => {
-                (bridge::Ownership::Keep, ContextOrigin::LevelZeroKeep, keep_alive)
-            }
+        let (own, origin, owner) = match ownership {
+            Foreign::Owned => (bridge::Ownership::Transfer, ContextOrigin::LevelZeroTransfer, None),
+            Foreign::Borrowed { owner } => (bridge::Ownership::Keep, ContextOrigin::LevelZeroKeep, owner),
         };
         let sycl_devices = devices.iter().map(SyclDevice::open).collect::<Result<Vec<_>>>()?;
         // SAFETY: the handle's validity, driver and ownership are this function's contract.
@@ -144,8 +112,8 @@ impl SyclContext {
             sycl_devices,
             devices: devices.to_vec(),
             origin,
-            deferred: Mutex::new(Vec::new()),
-            keep_alive,
+            deferred: DeferredErrors::default(),
+            owner,
         }))
     }
 
@@ -166,13 +134,11 @@ impl SyclContext {
                 d.native_driver()
             )));
         }
-        let keep_alive: Arc<dyn Any + Send + Sync> = context.clone();
+        let owner: KeepAlive = context.clone();
         // SAFETY: the handle is live for as long as the `Arc` we hand over as the keep-alive (the Level
         // Zero layer destroys an owned context only in the `Drop` of its last `Arc`, and never a borrowed
         // one); the driver matches the devices' platform (checked above).
-        unsafe {
-            Self::from_level_zero(context.as_raw(), devices, LevelZeroOwnership::Keep { keep_alive: Some(keep_alive) })
-        }
+        unsafe { Self::from_level_zero(context.as_raw(), devices, Foreign::Borrowed { owner: Some(owner) }) }
     }
 
     /// The program's own `sycl::context` (a C++ program's, through the C++ API): a copy of the
@@ -207,8 +173,8 @@ impl SyclContext {
             sycl_devices,
             devices,
             origin: ContextOrigin::Sycl,
-            deferred: Mutex::new(Vec::new()),
-            keep_alive: None,
+            deferred: DeferredErrors::default(),
+            owner: None,
         }))
     }
 
@@ -237,7 +203,7 @@ impl SyclContext {
 
     /// Whether the context holds a keep-alive of a foreign owner.
     pub fn has_keep_alive(&self) -> bool {
-        self.keep_alive.is_some()
+        self.owner.is_some()
     }
 
     /// `sycl::get_pointer_type(ptr, context)`: the USM kind of `ptr` in this context, `None` for memory
@@ -254,21 +220,16 @@ impl SyclContext {
     /// Errors recorded by `Drop` impls of objects made from this context (for example a failing
     /// `sycl::free`), oldest first; the list is emptied.
     pub fn take_deferred_errors(&self) -> Vec<Error> {
-        std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|p| p.into_inner()))
+        self.deferred.take_all()
     }
 
     pub(crate) fn defer_error(&self, e: Error) {
-        self.deferred.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+        self.deferred.push(e);
     }
 
     /// Returns the oldest deferred error, if any.
     pub(crate) fn check_deferred(&self) -> Result<()> {
-        let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-        if d.is_empty() {
-            Ok(())
-        } else {
-            Err(d.remove(0))
-        }
+        self.deferred.check()
     }
 
     pub(crate) fn raw(&self) -> &bridge::SyclContext {

@@ -36,7 +36,7 @@ pub struct ExportableDeviceMemory {
     exported: AtomicBool,
     /// Memory the program allocated ([`from_raw`](ExportableDeviceMemory::from_raw)): dropping this
     /// owner releases it, instead of the free here.
-    owner: Option<crate::openvino::KeepAlive>,
+    owner: Option<crate::ownership::KeepAlive>,
 }
 
 // SAFETY: the value exclusively owns its allocation; the bridge calls it makes (export, free) take the
@@ -88,7 +88,7 @@ impl ExportableDeviceMemory {
         device: &SyclDevice,
         ptr: *mut u8,
         len: usize,
-        owner: crate::openvino::KeepAlive,
+        owner: crate::ownership::KeepAlive,
     ) -> Result<Self> {
         let ptr = NonNull::new(ptr)
             .ok_or_else(|| Error::invalid_argument("ExportableDeviceMemory::from_raw: the pointer is null"))?;

@@ -14,7 +14,7 @@
 //!                                                       only after the sycl::context is released.
 //! ```
 //! A context therefore outlives every queue and allocation made from it, and a foreign Level Zero
-//! context given with [`LevelZeroOwnership::Keep`] outlives the SYCL context wrapping it as long as its
+//! context given with [`Foreign::Borrowed`](crate::ownership::Foreign::Borrowed) outlives the SYCL context wrapping it as long as its
 //! owner is (or is kept alive by) the keep-alive.
 //!
 //! # Example
@@ -84,7 +84,7 @@ mod queue;
 mod usm;
 
 pub(crate) use crate::error::{Error, Result};
-pub use context::{ContextOrigin, LevelZeroOwnership, SyclContext};
+pub use context::{ContextOrigin, SyclContext};
 pub use external::{ExportableDeviceMemory, ImportedMemory};
 pub use platform::{devices, platforms, Backend, DeviceType, Platform, SyclDevice};
 pub use queue::{NativeQueue, Queue};

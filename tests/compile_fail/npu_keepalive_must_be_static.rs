@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use npu_sycl_bridge::memory::RawMemory;
 use npu_sycl_bridge::npu::NpuContext;
-use npu_sycl_bridge::openvino::{ElementType, KeepAlive, TensorType};
+use npu_sycl_bridge::openvino::{ElementType, TensorType};
+use npu_sycl_bridge::ownership::KeepAlive;
 
 fn make(npu: &NpuContext, memory: &[u8]) {
     let keep: KeepAlive = Arc::new(&*memory);

@@ -22,9 +22,9 @@ use cxx::UniquePtr;
 use npu_sycl_bridge::memory::RawMemory;
 use npu_sycl_bridge::npu::{NpuContext, NpuTensor};
 use npu_sycl_bridge::openvino::{
-    ElementType, ExternalContext, ExternalTensor, KeepAlive, RemoteContext, RemoteTensor, Shape, TensorProperties,
-    TensorType,
+    ElementType, ExternalContext, ExternalTensor, RemoteContext, RemoteTensor, Shape, TensorProperties, TensorType,
 };
+use npu_sycl_bridge::ownership::KeepAlive;
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
 use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, ExportableDeviceMemory, Queue};
