@@ -418,6 +418,9 @@ PoolStats Pool::stats() const {
   return PoolStats{s[0], s[1], s[2], s[3], s[4], s[5], s[6]};
 }
 
-std::size_t Pool::trim() { return detail::pool_trim(*impl_->state); }
+PoolTrimmed Pool::trim() {
+  const auto t = detail::pool_trim(*impl_->state);
+  return PoolTrimmed{t.imports, t.buffers, t.bytes};
+}
 
 }  // namespace npu_sycl_bridge

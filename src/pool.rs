@@ -244,21 +244,37 @@ impl<M: NpuMemory> NpuPool<M> {
     }
 
     /// Releases what no tensor uses: the imports of free buffers, and the free buffers the
-    /// allocator made (the program's own buffers stay). Returns the bytes freed.
-    pub fn trim(&self) -> usize {
+    /// allocator made (the program's own buffers stay). Returns what it released.
+    pub fn trim(&self) -> Trimmed {
         let mut st = self.lock();
-        let before: usize = st.buffers.iter().map(|b| b.len).sum();
+        let imports = st.buffers.iter().filter(|b| b.tensor.is_some() && b.is_free()).count();
+        let (buffers, bytes) = (st.buffers.len(), st.buffers.iter().map(|b| b.len).sum::<usize>());
         st.buffers.retain(|b| !(b.allocated && b.is_free()));
         for b in st.buffers.iter_mut().filter(|b| b.is_free()) {
             b.tensor = None;
         }
-        before - st.buffers.iter().map(|b| b.len).sum::<usize>()
+        Trimmed {
+            imports,
+            buffers: buffers - st.buffers.len(),
+            bytes: bytes - st.buffers.iter().map(|b| b.len).sum::<usize>(),
+        }
     }
 
     /// The NPU context the pool imports into.
     pub fn npu_context(&self) -> &NpuContext {
         &self.npu
     }
+}
+
+/// What [`NpuPool::trim`] released.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Trimmed {
+    /// Imports of free buffers dropped: the next tensor over such a buffer imports it again.
+    pub imports: usize,
+    /// Free buffers the pool's allocator had made, freed now.
+    pub buffers: usize,
+    /// The bytes of those buffers.
+    pub bytes: usize,
 }
 
 impl<M: NpuMemory> fmt::Debug for NpuPool<M> {

@@ -10,7 +10,7 @@ use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::memory::{MemoryKind, NpuMemory, RawMemory};
 use npu_sycl_bridge::openvino::{ElementType, MemType, TensorType};
 use npu_sycl_bridge::ownership::KeepAlive;
-use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
+use npu_sycl_bridge::pool::{NpuPool, PoolLimits, Trimmed};
 use npu_sycl_bridge::{ErrorKind, Path};
 use testkit::models;
 
@@ -197,7 +197,8 @@ fn pooled_tensors_are_imported_once_and_reused_without_import() {
         drop(requests);
         assert_eq!(pool.stats().in_use, 0, "every tensor came back when the requests let go");
         let freed = pool.trim();
-        assert_eq!(freed, stats.bytes, "trim frees every free buffer the pool allocated");
+        assert_eq!(freed.bytes, stats.bytes, "trim frees every free buffer the pool allocated");
+        assert_eq!((freed.buffers, freed.imports), (stats.buffers, stats.buffers), "each with its import");
         assert_eq!(pool.stats().buffers, 0);
         assert_eq!(counter("gpu.live_allocations"), live0, "trimmed memory is freed");
     }
@@ -276,7 +277,14 @@ fn a_pool_of_the_programs_own_buffers_imports_each_once() {
     assert!(stats.imports <= 4, "each buffer imported at most once: {stats}");
     assert_eq!(counter("npu.imports.sysmem") - sysmem0, stats.imports, "{stats}");
     assert_eq!(stats.allocations, 0, "the program's buffers only");
-    assert_eq!(pool.trim(), 0, "trim keeps the program's buffers");
+    // The request still holds the last two tensors: trim drops the other two imports only.
+    let trimmed = pool.trim();
+    assert_eq!(trimmed, Trimmed { imports: 2, buffers: 0, bytes: 0 }, "trim keeps the program's buffers");
+    drop(r);
+    assert_eq!(pool.trim(), Trimmed { imports: 2, buffers: 0, bytes: 0 }, "and the rest once the request let go");
+    let again = pool.tensor(din.element_type, din.shape.clone()).unwrap();
+    assert_eq!(pool.stats().imports, stats.imports + 1, "the next tensor imports its buffer again");
+    drop(again);
     assert!(NpuPool::<PageAlignedBuffer>::from_buffers(&s.npu, Vec::new()).is_err());
 }
 

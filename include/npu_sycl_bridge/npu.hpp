@@ -267,6 +267,16 @@ struct PoolLimits {
   std::size_t max_bytes = std::size_t(1) << 30;
 };
 
+/// What Pool::trim released.
+struct PoolTrimmed {
+  /// Imports of free buffers dropped: the next tensor over such a buffer imports it again.
+  std::size_t imports = 0;
+  /// Free buffers the pool's allocator had made, freed now.
+  std::size_t buffers = 0;
+  /// The bytes of those buffers.
+  std::size_t bytes = 0;
+};
+
 /// The program's own buffers, each imported by the NPU once and handed out again: a tensor comes back
 /// to the pool when its SharedTensor is destroyed (after it was detached from its requests). A pool
 /// hands out a tensor only when nothing but the pool holds it.
@@ -291,8 +301,9 @@ class Pool {
   SharedTensor tensor(const ov::element::Type& type, const ov::Shape& shape);
   SharedTensor tensor(const ov::Output<const ov::Node>& port);
   PoolStats stats() const;
-  /// Drops the imports of free buffers; returns how many.
-  std::size_t trim();
+  /// Releases what no tensor uses: the imports of free buffers, and the free buffers the allocator made (the
+  /// program's own buffers stay). Returns what it released.
+  PoolTrimmed trim();
 
  private:
   Pool() = default;

@@ -365,11 +365,19 @@ void pool() {
     check(s.buffers == 2 && s.imports == 2 && s.hits == 18 && s.in_use == 0,
           "each buffer imported once, then handed out again (" + std::to_string(s.imports) + " imports, " +
               std::to_string(s.hits) + " hits)");
-    auto a = pool.tensor(f.compiled.input());
-    auto b = pool.tensor(f.compiled.input());
-    expect_error("a third tensor from two buffers", nsb::ErrorKind::exhausted, nsb::SharingPath::none,
-                 [&] { pool.tensor(f.compiled.input()); });
-    check(pool.trim() == 0, "trim keeps buffers in use");
+    {
+      auto a = pool.tensor(f.compiled.input());
+      auto b = pool.tensor(f.compiled.input());
+      expect_error("a third tensor from two buffers", nsb::ErrorKind::exhausted, nsb::SharingPath::none,
+                   [&] { pool.tensor(f.compiled.input()); });
+      const auto t = pool.trim();
+      check(t.imports == 0 && t.buffers == 0 && t.bytes == 0, "trim keeps buffers in use");
+    }
+    const auto t = pool.trim();
+    check(t.imports == 2 && t.buffers == 0 && t.bytes == 0,
+          "trim drops both free imports and keeps the program's buffers (" + std::to_string(t.imports) + " imports)");
+    auto again = pool.tensor(f.compiled.input());
+    check(pool.stats().imports == 3, "the next tensor imports its buffer again");
     check(released == 0, "no buffer released while the pool lives");
   }
   check(released == 2, "both buffers released once the pool is gone");

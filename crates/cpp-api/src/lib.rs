@@ -38,6 +38,13 @@ mod ffi {
         value: String,
     }
 
+    /// What a pool's trim released (the C++ `PoolTrimmed`).
+    struct PoolTrimmed {
+        imports: usize,
+        buffers: usize,
+        bytes: usize,
+    }
+
     /// Memory the program owns: its address, size and release callback.
     struct ProgramBuffer {
         data: usize,
@@ -160,7 +167,7 @@ mod ffi {
         ) -> Box<PoolState>;
         fn pool_tensor(pool: &PoolState, element_type: &str, shape: &[usize]) -> Result<Box<TensorState>>;
         fn pool_stats(pool: &PoolState) -> Vec<usize>;
-        fn pool_trim(pool: &PoolState) -> usize;
+        fn pool_trim(pool: &PoolState) -> PoolTrimmed;
     }
 }
 
@@ -721,9 +728,10 @@ fn pool_stats(pool: &PoolState) -> Vec<usize> {
     vec![s.buffers, s.bytes, s.allocations as usize, s.imports as usize, s.hits as usize, s.misses as usize, s.in_use]
 }
 
-fn pool_trim(pool: &PoolState) -> usize {
-    match pool {
+fn pool_trim(pool: &PoolState) -> ffi::PoolTrimmed {
+    let t = match pool {
         PoolState::Sycl { pool, .. } => pool.trim(),
         PoolState::Host(pool) => pool.trim(),
-    }
+    };
+    ffi::PoolTrimmed { imports: t.imports, buffers: t.buffers, bytes: t.bytes }
 }
