@@ -8,11 +8,13 @@
 
 #include <sycl/ext/oneapi/backend/level_zero.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace npu_sycl_bridge {
 
@@ -328,6 +330,15 @@ const ov::RemoteTensor& SharedTensor::tensor() const { return detail::tensor_rem
 
 void SharedTensor::bind(ov::InferRequest& request, const ov::Output<const ov::Node>& port) {
   call("npu_sycl_bridge::SharedTensor::bind", [&] {
+    // The Rust InferRequest's rules decide: the port's type and static shape, no read-only memory on an output.
+    const auto outputs = request.get_compiled_model().outputs();
+    const bool writes = std::find(outputs.begin(), outputs.end(), port) != outputs.end();
+    const auto& shape = port.get_partial_shape();
+    std::vector<std::size_t> dims;
+    if (shape.is_static()) dims = shape.to_shape();
+    const std::string name = port.get_names().empty() ? std::string() : *port.get_names().begin();
+    detail::tensor_check_binding(*impl_->state, name, port.get_element_type().get_type_name(),
+                                 rust::Slice<const std::size_t>(dims.data(), dims.size()), shape.is_static(), writes);
     request.set_tensor(port, tensor());
     impl_->bindings.push_back(detail::Binding{request, port});
   });
@@ -349,8 +360,23 @@ StrategyKind SharedTensor::kind() const {
 bool SharedTensor::zero_copy() const { return detail::tensor_zero_copy(*impl_->state); }
 bool SharedTensor::read_only_for_npu() const { return detail::tensor_read_only(*impl_->state); }
 
+namespace {
+// The program starts inferences on its own ov::InferRequest, which the bridge cannot see starting; so a
+// SYCL copy first waits for every request the tensor is bound to (bind), and never overlaps an inference
+// that uses it. A failed inference has ended too: its error stays the request's, for the program's wait().
+void wait_for_bound_requests(detail::TensorImpl& impl) {
+  for (auto& b : impl.bindings) {
+    try {
+      b.request.wait();
+    } catch (const std::exception&) {
+    }
+  }
+}
+}  // namespace
+
 void SharedTensor::write(const void* src, std::size_t bytes, std::size_t offset) {
   call("npu_sycl_bridge::SharedTensor::write", [&] {
+    wait_for_bound_requests(*impl_);
     detail::tensor_write(*impl_->state, offset,
                          rust::Slice<const std::uint8_t>(static_cast<const std::uint8_t*>(src), bytes));
   });
@@ -358,6 +384,7 @@ void SharedTensor::write(const void* src, std::size_t bytes, std::size_t offset)
 
 void SharedTensor::read(void* dst, std::size_t bytes, std::size_t offset) const {
   call("npu_sycl_bridge::SharedTensor::read", [&] {
+    wait_for_bound_requests(*impl_);
     detail::tensor_read(*impl_->state, offset, rust::Slice<std::uint8_t>(static_cast<std::uint8_t*>(dst), bytes));
   });
 }

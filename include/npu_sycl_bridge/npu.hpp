@@ -221,7 +221,9 @@ class SharedTensor {
   /// request is rebound or destroyed; prefer bind().
   const ov::RemoteTensor& tensor() const;
   /// Binds the tensor to `port` of `request`, and remembers the request so that destroying this
-  /// object detaches it.
+  /// object detaches it. The Rust API's binding rules hold: ErrorKind::element_type / shape for a port
+  /// of another type or static shape, ErrorKind::invalid_argument for a read-only_for_npu() tensor on an
+  /// output.
   void bind(ov::InferRequest& request, const ov::Output<const ov::Node>& port);
   /// The memory SYCL kernels and copies use (USM device memory of the queue's context for dma-buf and
   /// NPU export; host memory for CPU_VA and shared system; the program's pointer for imports; null for
@@ -237,8 +239,10 @@ class SharedTensor {
   /// A CPU_VA import made with TensorType::input: the NPU may only read it.
   bool read_only_for_npu() const;
 
-  /// SYCL copies into / out of the tensor, waited for; refused (ErrorKind::invalid_argument) while an
-  /// inference that uses it runs, and for tensors without a SYCL side.
+  /// SYCL copies into / out of the tensor, waited for. Each first waits for the inferences of the requests
+  /// the tensor is bound to (bind), so a copy never overlaps an inference that uses it (the Rust API, which
+  /// sees its own requests start, refuses with ErrorKind::busy instead). ErrorKind::invalid_argument for
+  /// tensors without a SYCL side.
   void write(const void* src, std::size_t bytes, std::size_t offset = 0);
   void read(void* dst, std::size_t bytes, std::size_t offset = 0) const;
 

@@ -193,24 +193,10 @@ impl InferRequest {
 
     /// Checks a tensor against the port's element type and static shape.
     fn validate(&self, port: &Port, handle: &TensorHandle) -> Result<()> {
-        let Some(info) = self.port_info(port) else { return Ok(()) };
-        let et = handle.element_type()?;
-        if et != info.element_type {
-            return Err(Error::element_type(format!(
-                "{port} ({:?}) takes {} elements, but the tensor has {et} elements",
-                info.name, info.element_type
-            )));
+        match self.port_info(port) {
+            Some(info) => check_port(port, info, handle),
+            None => Ok(()),
         }
-        if let Some(want) = &info.shape {
-            let got = handle.shape()?;
-            if &got != want {
-                return Err(Error::shape(format!(
-                    "{port} ({:?}) has shape {want}, but the tensor has shape {got}",
-                    info.name
-                )));
-            }
-        }
-        Ok(())
     }
 
     fn set(&mut self, port: Port, tensor: &dyn Bindable) -> Result<()> {
@@ -224,14 +210,7 @@ impl InferRequest {
             self.validate(&port, handle)?;
         }
         let writes = self.written_by_inference(&port)?;
-        if handle.is_read_only_for_device() && writes {
-            return Err(Error::invalid_argument(format!(
-                "{port}: the NPU writes into this port, but the tensor's memory is read-only for the NPU: it is a \
-                 CPU_VA import made with TensorType::Input, which the NPU driver maps read-only (the plugin passes \
-                 the write-combined flag, which linux-npu-driver turns into a read-only buffer object). Make output \
-                 tensors with TensorType::Output or TensorType::Binded"
-            )));
-        }
+        check_writable(&port, handle, writes)?;
         let raw = self.as_raw();
         let t = handle.native()?;
         // SAFETY (all three): live request and tensor; the C API copies the ov::Tensor (a
@@ -424,5 +403,56 @@ impl std::fmt::Debug for InferRequest {
             .field("retired", &self.retired.len())
             .field("running", &self.running.is_some())
             .finish()
+    }
+}
+
+/// The binding rules every binding follows (this crate's [`InferRequest`], and the C++ API's `bind`
+/// through [`RemoteTensor::check_binding`]): the tensor has the port's element type and static shape.
+fn check_port(port: &dyn std::fmt::Display, info: &PortInfo, handle: &TensorHandle) -> Result<()> {
+    let et = handle.element_type()?;
+    if et != info.element_type {
+        return Err(Error::element_type(format!(
+            "{port} ({:?}) takes {} elements, but the tensor has {et} elements",
+            info.name, info.element_type
+        )));
+    }
+    if let Some(want) = &info.shape {
+        let got = handle.shape()?;
+        if &got != want {
+            return Err(Error::shape(format!(
+                "{port} ({:?}) has shape {want}, but the tensor has shape {got}",
+                info.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The other binding rule: memory the device may only read is never bound where an inference writes.
+fn check_writable(port: &dyn std::fmt::Display, handle: &TensorHandle, writes: bool) -> Result<()> {
+    if handle.is_read_only_for_device() && writes {
+        return Err(Error::invalid_argument(format!(
+            "{port}: the NPU writes into this port, but the tensor's memory is read-only for the NPU: it is a \
+             CPU_VA import made with TensorType::Input, which the NPU driver maps read-only (the plugin passes \
+             the write-combined flag, which linux-npu-driver turns into a read-only buffer object). Make output \
+             tensors with TensorType::Output or TensorType::Binded"
+        )));
+    }
+    Ok(())
+}
+
+impl RemoteTensor {
+    /// Checks the rules [`InferRequest`] applies when it binds this tensor to a port described by
+    /// `info` (`writes`: an inference writes the port, as outputs): the port's element type and static
+    /// shape, and no read-only memory where an inference writes. For a binding that binds the tensor
+    /// itself (the C++ API's `bind`), so that both follow one rule.
+    ///
+    /// # Errors
+    /// [`ElementType`](crate::ErrorKind::ElementType), [`Shape`](crate::ErrorKind::Shape),
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for read-only memory on a written port.
+    pub fn check_binding(&self, info: &PortInfo, writes: bool) -> Result<()> {
+        let port = format_args!("{} {:?}", if writes { "output" } else { "input" }, info.name);
+        check_port(&port, info, &self.handle)?;
+        check_writable(&port, &self.handle, writes)
     }
 }

@@ -4,6 +4,7 @@
 //   strategies   every strategy against the CPU plugin, zero-copy counters, Auto's choice and report
 //   imports      the program's own SYCL memory, host memory and dma-buf fds; release callbacks and fds
 //   errors       errors arrive as npu_sycl_bridge::Error of the right kind and path
+//   busy         SYCL copies wait for an inference the program started on a request the tensor is bound to
 //   destruction  every order of destroying the compiled model, request, Npu, Strategy and tensors
 //   pool         reuse, exhaustion, statistics, trim
 #include <npu_sycl_bridge/npu.hpp>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -298,6 +300,51 @@ void errors() {
     std::vector<char> big(2 * kBytes);
     t.read(big.data(), big.size());
   });
+  // bind() follows the Rust InferRequest's rules.
+  auto request = f.compiled.create_infer_request();
+  auto wrong_shape = s.tensor(ov::element::f32, ov::Shape{1, 2 * kElements});
+  expect_error("binding a tensor of another shape", nsb::ErrorKind::shape, nsb::SharingPath::none,
+               [&] { wrong_shape.bind(request, f.compiled.input()); });
+  auto wrong_type = s.tensor(ov::element::i32, f.compiled.input().get_shape());
+  expect_error("binding a tensor of another element type", nsb::ErrorKind::element_type, nsb::SharingPath::none,
+               [&] { wrong_type.bind(request, f.compiled.input()); });
+  if (npu.describe().find("system memory import yes") != std::string::npos) {
+    std::atomic<int> freed{0};
+    void* host = std::aligned_alloc(4096, kBytes);
+    auto read_only = npu.import_host({host, kBytes, [&, host] { std::free(host); ++freed; }}, ov::element::f32,
+                                     f.compiled.output().get_shape(), nsb::TensorType::input);
+    check(read_only.read_only_for_npu(), "a CPU_VA import made with TensorType::input is read-only for the NPU");
+    expect_error("binding a read-only CPU_VA tensor as an output", nsb::ErrorKind::invalid_argument,
+                 nsb::SharingPath::none, [&] { read_only.bind(request, f.compiled.output()); });
+    read_only.bind(request, f.compiled.input());  // as an input it is fine
+  }
+}
+
+// A SYCL copy never overlaps an inference the program started on a request the tensor is bound to: it
+// waits for it. The model is large enough (16 MiB in, 16 MiB out) that the inference still runs when the
+// 4-byte write is asked for.
+void busy() {
+  ov::Core core;
+  constexpr std::size_t elements = std::size_t(1) << 22;
+  auto compiled = core.compile_model(example::scale_bias_model(elements), "NPU");
+  auto queue = example::level_zero_gpu_queue();
+  nsb::Npu npu(compiled, queue);
+  auto strategy = nsb::Strategy::automatic(npu);
+  auto in = strategy.tensor(compiled.input());
+  auto out = strategy.tensor(compiled.output());
+  auto request = compiled.create_infer_request();
+  in.bind(request, compiled.input());
+  out.bind(request, compiled.output());
+  const float one = 1.0f;
+  for (int i = 0; i < 3; ++i) {
+    request.start_async();
+    in.write(&one, sizeof one);
+    check(request.wait_for(std::chrono::milliseconds(0)), "write returned only after the running inference ended");
+    request.start_async();
+    float first = 0;
+    out.read(&first, sizeof first);
+    check(request.wait_for(std::chrono::milliseconds(0)), "read returned only after the running inference ended");
+  }
 }
 
 void destruction() {
@@ -462,6 +509,7 @@ int main(int argc, char** argv) {
     if (group == "strategies") strategies();
     else if (group == "imports") imports();
     else if (group == "errors") errors();
+    else if (group == "busy") busy();
     else if (group == "destruction") destruction();
     else if (group == "pool") pool();
     else {

@@ -22,7 +22,8 @@ use cxx::UniquePtr;
 use npu_sycl_bridge::memory::RawMemory;
 use npu_sycl_bridge::npu::{NpuContext, NpuTensor};
 use npu_sycl_bridge::openvino::{
-    ElementType, ExternalContext, ExternalTensor, RemoteContext, RemoteTensor, Shape, TensorProperties, TensorType,
+    ElementType, ExternalContext, ExternalTensor, PortInfo, RemoteContext, RemoteTensor, Shape, TensorProperties,
+    TensorType,
 };
 use npu_sycl_bridge::ownership::KeepAlive;
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits};
@@ -150,6 +151,16 @@ mod ffi {
         fn tensor_kind(tensor: &TensorState) -> u8;
         fn tensor_zero_copy(tensor: &TensorState) -> bool;
         fn tensor_read_only(tensor: &TensorState) -> bool;
+        /// The binding rules of the Rust `InferRequest` for a port of `element_type` and (when
+        /// `static_shape`) `shape`; `writes`: an inference writes the port (an output).
+        fn tensor_check_binding(
+            tensor: &TensorState,
+            port: &str,
+            element_type: &str,
+            shape: &[usize],
+            static_shape: bool,
+            writes: bool,
+        ) -> Result<()>;
         fn tensor_write(tensor: &mut TensorState, offset: usize, data: &[u8]) -> Result<()>;
         fn tensor_read(tensor: &TensorState, offset: usize, out: &mut [u8]) -> Result<()>;
 
@@ -631,6 +642,24 @@ fn no_sycl_side() -> Error {
         "this tensor is imported memory without a SYCL side (host memory or a dma-buf fd): write and read it \
          through its owner",
     )
+}
+
+fn tensor_check_binding(
+    tensor: &TensorState,
+    port: &str,
+    element_type: &str,
+    shape: &[usize],
+    static_shape: bool,
+    writes: bool,
+) -> CppResult<()> {
+    guard("npu_sycl_bridge::SharedTensor::bind", || {
+        let info = PortInfo {
+            name: port.to_string(),
+            element_type: element(element_type)?,
+            shape: static_shape.then(|| Shape::new(shape)),
+        };
+        tensor.remote().check_binding(&info, writes)
+    })
 }
 
 fn tensor_write(tensor: &mut TensorState, offset: usize, data: &[u8]) -> CppResult<()> {
