@@ -481,7 +481,7 @@ impl Tensor {
     ///
     /// # Errors
     /// [`ElementType`](crate::ErrorKind::ElementType) if `T` does not match;
-    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) while an inference uses the tensor or a
+    /// [`Busy`](crate::ErrorKind::Busy) while an inference uses the tensor or a
     /// clone holds a mutable view.
     pub fn data<T: Element>(&self) -> Result<TensorData<'_, T>> {
         let (ptr, len) = self.handle.view::<T>(false, false)?;

@@ -215,7 +215,7 @@ impl SharedTensor {
     /// # Errors
     /// [`Unsupported { path: NpuToSyclZeroCopy }`](crate::ErrorKind::Unsupported) for `NpuToSycl`
     /// tensors (the memory is not SYCL memory; use [`copy_from`](Self::copy_from) /
-    /// [`copy_to`](Self::copy_to)); [`InvalidArgument`](crate::ErrorKind::InvalidArgument) while an
+    /// [`copy_to`](Self::copy_to)); [`Busy`](crate::ErrorKind::Busy) while an
     /// inference uses the tensor or a view of it is alive.
     pub fn sycl_mut(&mut self) -> Result<LentMemory<'_>> {
         if !self.is_zero_copy() {
@@ -245,7 +245,7 @@ impl SharedTensor {
     /// For the zero-copy strategies this writes the very bytes the NPU reads.
     ///
     /// # Errors
-    /// [`Size`](crate::ErrorKind::Size) past the tensor's end; [`InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// [`Size`](crate::ErrorKind::Size) past the tensor's end; [`Busy`](crate::ErrorKind::Busy)
     /// while an inference uses the tensor; SYCL errors.
     pub fn write<T: Pod>(&mut self, byte_offset: usize, data: &[T]) -> Result<()> {
         let bytes = size_of_val(data);
@@ -265,7 +265,7 @@ impl SharedTensor {
     /// waiting, so the program can do other work (an inference on another tensor) meanwhile. The
     /// returned [`PendingSycl`] keeps the tensor and `data` borrowed and holds the tensor's data-use
     /// state: no inference can use the tensor until it is waited for (an inference bound to it
-    /// fails with [`InvalidArgument`](crate::ErrorKind::InvalidArgument)), so the NPU never reads
+    /// fails with [`Busy`](crate::ErrorKind::Busy)), so the NPU never reads
     /// memory a pending SYCL write still changes. Dropping it waits.
     ///
     /// # Errors
