@@ -166,8 +166,10 @@ class Npu {
   SharedTensor import_host(ProgramMemory memory, const ov::element::Type& type, const ov::Shape& shape,
                            TensorType tensor_type = TensorType::binded) const;
   /// Bring your own SYCL memory: exportable device memory the program allocated in the queue's context
-  /// (sycl::ext::oneapi::experimental::alloc_exportable_device_mem with dma_buf), imported by the NPU
-  /// as a dma-buf, zero-copy; SYCL reaches it at data().
+  /// (npu_sycl_bridge::alloc_exportable_device_mem of <npu_sycl_bridge/sycl_core.hpp>, or DPC++'s
+  /// sycl::ext::oneapi::experimental::alloc_exportable_device_mem with dma_buf, which needs
+  /// <sycl/ext/oneapi/memory_export.hpp>), imported by the NPU as a dma-buf, zero-copy; SYCL reaches it
+  /// at data().
   SharedTensor import_sycl(ProgramMemory memory, const ov::element::Type& type, const ov::Shape& shape,
                            TensorType tensor_type = TensorType::binded) const;
   /// Bring your own dma-buf: the fd is taken (closed by the bridge, on error too). No SYCL side.

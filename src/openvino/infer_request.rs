@@ -247,7 +247,9 @@ impl InferRequest {
     }
 
     /// Binds `tensor` to output `index` (the inference writes into it). Errors as
-    /// [`set_input_tensor`](Self::set_input_tensor).
+    /// [`set_input_tensor`](Self::set_input_tensor), and
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for memory the device may only read
+    /// ([`RemoteTensor::is_read_only_for_device`]: a CPU_VA import made with `TensorType::Input`).
     pub fn set_output_tensor(&mut self, index: usize, tensor: &impl Bindable) -> Result<()> {
         self.set(Port::Output(index), tensor)
     }

@@ -130,8 +130,9 @@ impl SharedTensor {
         self.kind
     }
 
-    /// Whether SYCL and the NPU use the same bytes (`false` only for `NpuToSycl`: its SYCL
-    /// operations are copies, and SYCL kernels cannot use the memory).
+    /// Whether SYCL and the NPU use the same bytes: `false` for `NpuToSycl` (its SYCL operations
+    /// are copies, and SYCL kernels cannot use the memory) and for `SharedSystem` on a SYCL device
+    /// without shared-system USM (SYCL reaches the pages by copies there).
     pub fn is_zero_copy(&self) -> bool {
         self.zero_copy
     }

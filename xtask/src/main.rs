@@ -19,6 +19,7 @@
 //! - `codegen`: regenerate `crates/level-zero-sys/src/generated.rs` (needs libclang; fetched by
 //!   `setup --codegen`).
 
+mod api;
 mod codegen;
 mod pins;
 mod setup;
@@ -36,10 +37,11 @@ fn main() -> ExitCode {
         "example" => example(rest),
         "bench" => bench(rest),
         "codegen" => setup::run(true).and_then(|_| codegen::run()),
+        "api" => library_docs().and_then(|docs| api::check(&docs, rest.iter().any(|a| a == "--bless"))),
         "valgrind" => valgrind(rest),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | example | bench [-- report-args] | valgrind [rust | cpp] | codegen>"
+                "usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | example | bench [-- report-args] | valgrind [rust | cpp] | codegen | api [--bless]>"
             );
             return if task == "help" { ExitCode::SUCCESS } else { ExitCode::from(2) };
         }
@@ -148,16 +150,28 @@ fn gates() -> Result<(), String> {
             .args(["clippy", "--workspace", "--exclude", "level-zero-codegen", "--all-targets", "--all-features"])
             .args(["--", "-D", "warnings"]),
     )?;
-    // The library, as docs.rs builds it; then the development crate a dependent reads (also published).
-    for package in ["npu-sycl-bridge", "npu-sycl-bridge-testkit"] {
-        run_cmd(
-            cargo()
-                .args(["doc", "--no-deps", "--all-features", "--package", package])
-                .env("DOCS_RS", "1")
-                .env("RUSTDOCFLAGS", "-D warnings"),
-        )?;
-    }
+    // The library, as docs.rs builds it, and its public surface against the committed snapshot; then
+    // the development crate a dependent reads (also published).
+    api::check(&library_docs()?, false)?;
+    run_cmd(
+        cargo()
+            .args(["doc", "--no-deps", "--all-features", "--package", "npu-sycl-bridge-testkit"])
+            .env("DOCS_RS", "1")
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     run_cmd(cargo().args(["test", "--package", "npu-sycl-bridge"]).env_remove("VL0_PROFILE"))
+}
+
+/// Builds the library's docs as docs.rs does (every feature, no SYCL runtime needed, warnings are
+/// errors) and returns their directory.
+fn library_docs() -> Result<PathBuf, String> {
+    run_cmd(
+        cargo()
+            .args(["doc", "--no-deps", "--all-features", "--package", "npu-sycl-bridge"])
+            .env("DOCS_RS", "1")
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
+    Ok(target_dir()?.join("doc").join("npu_sycl_bridge"))
 }
 
 fn test(extra: &[String]) -> Result<(), String> {

@@ -36,8 +36,11 @@
 //!
 //! # Controls
 //! - [`VirtualPlatform::counter`]: `gpu.bytes_copied`, `npu.bytes_copied`, `gpu.live_allocations`,
-//!   `npu.live_allocations`, `gpu.exports.dma_buf`, `gpu.imports.dma_buf`, `npu.imports.dma_buf`,
-//!   `npu.imports.sysmem`, `npu.graphs`, `npu.inferences`.
+//!   `npu.live_allocations`, `gpu.exports.dma_buf`, `npu.exports.dma_buf`, `gpu.imports.dma_buf`,
+//!   `gpu.imports.sysmem`, `npu.imports.dma_buf`, `npu.imports.sysmem`, `npu.imports.sysmem_refused`,
+//!   `npu.graph_args.dma_buf` and `npu.graph_args.sysmem` (graph arguments an inference read in
+//!   place: the zero-copy proof), `npu.graphs`, `npu.graph_initializations`, `npu.inferences`,
+//!   `gpu.immediate_appends`, `gpu.export_fd_misuse`.
 //! - [`VirtualPlatform::inject_fault`]: the `nth` next call of a Level Zero function returns a
 //!   given `ze_result_t` (also `VL0_FAULTS=zeMemAllocHost:3:0x70000002,…` in the environment);
 //!   [`driver_error_for`]: the error the real drivers return for a failed call of a function.
