@@ -169,7 +169,9 @@ class Npu {
   /// (npu_sycl_bridge::alloc_exportable_device_mem of <npu_sycl_bridge/sycl_core.hpp>, or DPC++'s
   /// sycl::ext::oneapi::experimental::alloc_exportable_device_mem with dma_buf, which needs
   /// <sycl/ext/oneapi/memory_export.hpp>), imported by the NPU as a dma-buf, zero-copy; SYCL reaches it
-  /// at data().
+  /// at data(). Host or shared USM, or plain memory, is ErrorKind::invalid_argument (use import_host for
+  /// page-aligned host memory); a buffer smaller than the tensor is ErrorKind::size. The release
+  /// callback runs once either way.
   SharedTensor import_sycl(ProgramMemory memory, const ov::element::Type& type, const ov::Shape& shape,
                            TensorType tensor_type = TensorType::binded) const;
   /// Bring your own dma-buf: the fd is taken (closed by the bridge, on error too). No SYCL side.

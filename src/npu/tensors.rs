@@ -87,7 +87,9 @@ impl NpuContext {
     /// [`Alignment`](ErrorKind::Alignment), [`Size`](ErrorKind::Size),
     /// [`Unsupported`](ErrorKind::Unsupported) naming the path and what works instead,
     /// [`InvalidArgument`](ErrorKind::InvalidArgument) for an fd that is not open (it is not
-    /// closed: it was not open). On error the memory is released as if dropped.
+    /// closed: it was not open); [`OpenVino`](ErrorKind::OpenVino) (the driver's refusal, through
+    /// the plugin) for an open fd that is no dma-buf (a file, pipe, socket or memfd: only the
+    /// driver's import can tell). On error the memory is released as if dropped.
     pub fn import<M: NpuMemory>(
         &self,
         memory: M,

@@ -76,8 +76,9 @@ impl ExportableDeviceMemory {
     /// uses the memory (its `Drop` is the program's release callback).
     ///
     /// # Errors
-    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a null pointer, a zero length or a
-    /// device that is not one of the context's.
+    /// [`InvalidArgument`](crate::ErrorKind::InvalidArgument) for a null pointer, a zero length, a
+    /// device that is not one of the context's, or memory the context does not know as device memory
+    /// (host or shared USM, plain process memory: `get_pointer_type` tells, before anything exports it).
     ///
     /// # Safety
     /// `ptr` is `len` bytes of exportable device memory of `device` in `context`, valid until
@@ -96,6 +97,17 @@ impl ExportableDeviceMemory {
             return Err(Error::invalid_argument("ExportableDeviceMemory::from_raw: the length is 0"));
         }
         let (device_slot, _) = context.sycl_device(device)?;
+        match context.pointer_kind(ptr.as_ptr().cast())? {
+            Some(super::UsmKind::Device) => {}
+            kind => {
+                return Err(Error::invalid_argument(format!(
+                    "ExportableDeviceMemory::from_raw: {ptr:p} is {} in this SYCL context, not device memory; \
+                     allocate it with alloc_exportable_device_mem (or hand host memory over as page-aligned \
+                     host memory instead)",
+                    kind.map_or("unknown memory".to_string(), |k| format!("{k:?} USM"))
+                )));
+            }
+        }
         Ok(ExportableDeviceMemory {
             ptr,
             len,

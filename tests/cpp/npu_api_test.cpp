@@ -295,6 +295,12 @@ void errors() {
                     ov::Shape{1, 4096});
   });
   check(released == 1, "a refused SYCL import is released once");
+  void* host = sycl::malloc_host(kBytes, ctx);
+  expect_error("import_sycl of host USM", nsb::ErrorKind::invalid_argument, nsb::SharingPath::none, [&] {
+    npu.import_sycl({host, kBytes, [&, host] { sycl::free(host, ctx); ++released; }}, ov::element::f32,
+                    f.compiled.input().get_shape());
+  });
+  check(released == 2, "a refused import of host USM is released once");
   auto t = s.tensor(f.compiled.input());
   expect_error("reading past the tensor", nsb::ErrorKind::size, nsb::SharingPath::none, [&] {
     std::vector<char> big(2 * kBytes);
