@@ -366,7 +366,7 @@ mod inner {
         let card = Strategy::card_path(&l0ctx, &e.npu).expect("the card path over a context SYCL can wrap");
         assert_eq!(card.sycl_context().origin(), ContextOrigin::LevelZeroKeep);
         assert_eq!(card.sycl_context().native().unwrap(), l0ctx.as_raw(), "make_context used our handle");
-        assert!(card.sycl_context().has_keep_alive());
+        assert!(card.sycl_context().has_owner());
         assert!(Arc::ptr_eq(card.level_zero_context().unwrap(), &l0ctx));
         assert_eq!(card.device().native_driver(), Some(l0ctx.driver().as_raw()));
         // The NPU cannot import the memory: compute-runtime's shared USM is a mapping of GPU buffer

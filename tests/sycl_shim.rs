@@ -279,7 +279,7 @@ mod inner {
         }
         .expect("make_context(keep)");
         assert_eq!(ctx.origin(), ContextOrigin::LevelZeroKeep);
-        assert!(ctx.has_keep_alive());
+        assert!(ctx.has_owner());
         assert_eq!(ctx.native().unwrap(), l0ctx.as_raw());
         assert_eq!(ctx.runtime_device_count().unwrap(), 1);
         assert_eq!(ctx.devices(), std::slice::from_ref(&g.device));
@@ -353,7 +353,7 @@ mod inner {
             )
         }
         .unwrap();
-        assert!(!ctx2.has_keep_alive());
+        assert!(!ctx2.has_owner());
         drop(ctx2);
         l0ctx.status().expect("still alive");
         done("keep_leaves_the_context_alive");
@@ -386,7 +386,7 @@ mod inner {
         let ctx = unsafe { SyclContext::from_level_zero(raw, std::slice::from_ref(&g.device), Foreign::Owned) }
             .expect("make_context(transfer)");
         assert_eq!(ctx.origin(), ContextOrigin::LevelZeroTransfer);
-        assert!(!ctx.has_keep_alive());
+        assert!(!ctx.has_owner());
         assert_eq!(ctx.native().unwrap(), raw);
         let queue = Queue::new(&ctx, &g.device).unwrap();
         let mut buf = UsmBuffer::new(&ctx, &g.device, UsmKind::Shared, 4096, 4096).unwrap();

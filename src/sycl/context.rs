@@ -201,8 +201,8 @@ impl SyclContext {
         bridge::context_device_count(&self.raw).map_err(sycl_error("context.get_devices"))
     }
 
-    /// Whether the context holds a keep-alive of a foreign owner.
-    pub fn has_keep_alive(&self) -> bool {
+    /// Whether the context holds the owner of its borrowed `ze_context` ([`Foreign::Borrowed`]).
+    pub fn has_owner(&self) -> bool {
         self.owner.is_some()
     }
 

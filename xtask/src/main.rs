@@ -153,24 +153,23 @@ fn gates() -> Result<(), String> {
     // The library, as docs.rs builds it, and its public surface against the committed snapshot; then
     // the development crate a dependent reads (also published).
     api::check(&library_docs()?, false)?;
-    run_cmd(
-        cargo()
-            .args(["doc", "--no-deps", "--all-features", "--package", "npu-sycl-bridge-testkit"])
-            .env("DOCS_RS", "1")
-            .env("RUSTDOCFLAGS", "-D warnings"),
-    )?;
+    docs_rs_doc("npu-sycl-bridge-testkit")?;
     run_cmd(cargo().args(["test", "--package", "npu-sycl-bridge"]).env_remove("VL0_PROFILE"))
 }
 
-/// Builds the library's docs as docs.rs does (every feature, no SYCL runtime needed, warnings are
-/// errors) and returns their directory.
-fn library_docs() -> Result<PathBuf, String> {
+/// `package`'s docs as docs.rs builds them: every feature, no SYCL runtime needed, warnings are errors.
+fn docs_rs_doc(package: &str) -> Result<(), String> {
     run_cmd(
         cargo()
-            .args(["doc", "--no-deps", "--all-features", "--package", "npu-sycl-bridge"])
+            .args(["doc", "--no-deps", "--all-features", "--package", package])
             .env("DOCS_RS", "1")
             .env("RUSTDOCFLAGS", "-D warnings"),
-    )?;
+    )
+}
+
+/// The library's docs as docs.rs builds them, and their directory.
+fn library_docs() -> Result<PathBuf, String> {
+    docs_rs_doc("npu-sycl-bridge")?;
     Ok(target_dir()?.join("doc").join("npu_sycl_bridge"))
 }
 
