@@ -200,6 +200,17 @@ impl Error {
         self
     }
 
+    /// The same kind, message and explanation, without the source (for reporting an error that
+    /// stays where it is).
+    pub(crate) fn detached(&self) -> Error {
+        Error {
+            kind: self.kind.clone(),
+            message: self.message.clone(),
+            explanation: self.explanation.clone(),
+            source: None,
+        }
+    }
+
     /// Prefixes the message with `context` ("context: message").
     pub fn context(mut self, context: impl fmt::Display) -> Self {
         self.message = format!("{context}: {}", self.message);

@@ -103,6 +103,11 @@ fn shared_system_memory_with_system_usm_v2() {
 
 both_adapters!(auto_picks_dma_buf_and_says_why, auto_picks_dma_buf_and_says_why_v1, auto_picks_dma_buf_and_says_why_v2);
 both_adapters!(
+    auto_serves_each_tensor_from_a_strategy_that_can,
+    auto_serves_each_tensor_from_a_strategy_that_can_v1,
+    auto_serves_each_tensor_from_a_strategy_that_can_v2
+);
+both_adapters!(
     npu_memory_exported_to_sycl_is_used_in_place,
     npu_memory_exported_to_sycl_is_used_in_place_v1,
     npu_memory_exported_to_sycl_is_used_in_place_v2
@@ -621,6 +626,102 @@ mod inner {
         let (strategy, _decision) = auto.into_parts();
         run_multi_io(&e, &strategy);
         done("auto_picks_dma_buf_and_says_why");
+    }
+
+    /// SqueezeNet's output shape, `[1, 1000, 1, 1]` `f32`: 4000 bytes, not a whole number of pages.
+    const PARTIAL_PAGE: [usize; 4] = [1, 1000, 1, 1];
+
+    /// What the NPU and the GPU hold and have imported: unchanged by a decision made before allocating.
+    fn allocations() -> [u64; 5] {
+        [
+            "npu.live_allocations",
+            "gpu.live_allocations",
+            "npu.imports.sysmem",
+            "npu.imports.dma_buf",
+            "npu.exports.dma_buf",
+        ]
+        .map(counter)
+    }
+
+    #[test]
+    fn auto_serves_each_tensor_from_a_strategy_that_can() {
+        if !child() {
+            return;
+        }
+        let e = env(models::scale(&PARTIAL_PAGE));
+        for order in [&[][..], &[StrategyKind::NpuToSycl, StrategyKind::DmaBuf, StrategyKind::NpuToSycl]] {
+            let err = Auto::select_in(order, &e.npu, &e.ctx, &e.gpu).unwrap_err();
+            assert_eq!(err.kind(), &ErrorKind::InvalidArgument, "{order:?}: {err}");
+        }
+        // Shared system memory first: the program's buffers are ordinary process memory.
+        let order = [StrategyKind::SharedSystem, StrategyKind::NpuExport, StrategyKind::NpuToSycl];
+        let auto = Auto::select_in(&order, &e.npu, &e.ctx, &e.gpu).unwrap();
+        let sysmem = e.npu.capabilities().sysmem_import;
+        let chosen = if sysmem { StrategyKind::SharedSystem } else { StrategyKind::NpuExport };
+        assert_eq!(auto.decision().chosen, chosen, "{}", auto.decision());
+        let shape = Shape::from(PARTIAL_PAGE);
+        let whole_pages = Shape::from([1, 1024]);
+        if sysmem {
+            // The strategy says before it allocates that it cannot serve 4000 bytes as CPU_VA.
+            let before = allocations();
+            let refused = auto.strategy().check_tensor(ElementType::F32, &shape).unwrap_err();
+            assert_eq!(
+                refused.kind(),
+                &ErrorKind::Alignment {
+                    what: npu_sycl_bridge::error::Aligned::CpuVaByteSize,
+                    required: 4096,
+                    actual: 4000
+                },
+                "{refused:#}"
+            );
+            assert!(
+                refused.to_string().contains("shared system memory: a f32 tensor of shape [1,1000,1,1]"),
+                "{refused}"
+            );
+            assert_eq!(
+                auto.strategy().tensor(ElementType::F32, PARTIAL_PAGE, TensorType::Output).unwrap_err().kind(),
+                refused.kind(),
+                "making the tensor gives the same answer"
+            );
+            auto.strategy().check_tensor(ElementType::F32, &whole_pages).unwrap();
+            // Auto passes over it for this tensor, with the reason; the first decision makes and
+            // probes the fallback, later ones allocate nothing.
+            let decision = auto.decide(ElementType::F32, &shape).unwrap();
+            assert_eq!(decision.chosen, StrategyKind::NpuExport, "{decision}");
+            let passed: Vec<_> = decision.passed_over.iter().map(|(k, e)| (*k, e.kind().clone())).collect();
+            assert_eq!(passed, [(StrategyKind::SharedSystem, refused.kind().clone())], "{decision}");
+            let line = decision.to_string();
+            assert!(line.starts_with("a f32 tensor of shape [1,1000,1,1]: shared system memory: "), "{line}");
+            assert!(line.ends_with("; chose NPU→SYCL zero-copy"), "{line}");
+            let after = allocations();
+            let again = auto.decide(ElementType::F32, &shape).unwrap();
+            assert_eq!(again.chosen, StrategyKind::NpuExport);
+            assert_eq!(allocations(), after, "a decision allocates nothing once the fallback is made");
+            assert_eq!(after[0], before[0], "the fallback's probe freed what it made");
+        }
+        // A whole-page tensor still comes from the chosen strategy, with nothing passed over.
+        let d = auto.decide(ElementType::F32, &whole_pages).unwrap();
+        assert_eq!((d.chosen, d.passed_over.len()), (chosen, 0), "{d}");
+        assert_eq!(auto.tensor(ElementType::F32, whole_pages, TensorType::Binded).unwrap().kind(), chosen);
+        // The model's 4000-byte ports: every port from a strategy that serves it, zero-copy, outputs
+        // equal to the CPU plugin's.
+        let sample = e.m.sample_input(0);
+        let mut shared = auto.request(&e.npu_model).unwrap();
+        for t in shared.inputs.iter().chain(&shared.outputs) {
+            assert_eq!((t.kind(), t.shape()), (StrategyKind::NpuExport, &shape));
+            assert!(t.is_zero_copy());
+        }
+        shared.inputs[0].write(0, &sample).unwrap();
+        let (copies0, inferences0) = (copies(), counter("npu.inferences"));
+        shared.request.infer().unwrap();
+        assert_eq!(copies(), copies0, "no copies during the inference");
+        assert_eq!(counter("npu.inferences"), inferences0 + 1);
+        let out = shared.outputs[0].read_to_vec::<u8>().unwrap();
+        e.assert_matches_cpu_in("Auto's per-port request", &[sample], &[out]);
+        // Nothing serves an element type without a fixed size: the error is the tensor's, not Auto's.
+        let dynamic = auto.tensor(ElementType::Dynamic, [4096], TensorType::Binded).unwrap_err();
+        assert_eq!(dynamic.kind(), &ErrorKind::ElementType, "{dynamic}");
+        done("auto_serves_each_tensor_from_a_strategy_that_can");
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -187,8 +187,10 @@ class Npu {
 /// A way of sharing, checked against the drivers when it is made.
 class Strategy {
  public:
-  /// Tries every strategy in order (card path, dma-buf, CPU_VA, shared system, NPU export, NPU→SYCL
-  /// copy) and keeps the first that works; decision() says what each attempt gave.
+  /// Tries the strategies in Auto's order (dma-buf, CPU_VA, shared system, NPU→SYCL zero-copy,
+  /// NPU→SYCL copy) and keeps the first that works; decision() says what each attempt gave. A
+  /// tensor that strategy cannot serve (CPU_VA takes whole pages only) comes from the next one in
+  /// the order that can: SharedTensor::kind() says which.
   static Strategy automatic(const Npu& npu);
   /// One strategy; throws ErrorKind::unsupported with the reason where the drivers cannot do it.
   Strategy(const Npu& npu, StrategyKind kind);

@@ -86,11 +86,11 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-pub use self::auto::{Auto, AutoDecision};
+pub use self::auto::{Auto, AutoDecision, TensorDecision};
 pub use self::request::SharedRequest;
 pub use self::shared_tensor::{PendingSycl, SharedTensor};
 
-use crate::error::{Error, Path, Result};
+use crate::error::{Aligned, Error, Path, Result};
 use crate::level_zero;
 use crate::memory::{round_up_to_page, tensor_bytes, PageAlignedBuffer, PAGE_SIZE};
 use crate::npu::{NpuContext, NpuTensor};
@@ -325,6 +325,7 @@ impl Strategy {
         tensor_type: TensorType,
     ) -> Result<SharedTensor> {
         let shape = shape.into();
+        self.check_tensor(element_type, &shape)?;
         let (_, len) = sizes(element_type, &shape)?;
         let context = self.queue.context();
         match self.kind {
@@ -382,6 +383,35 @@ impl Strategy {
                 Ok(SharedTensor::over(self.kind, &self.queue, tensor, false, ptr, 0))
             }
         }
+    }
+
+    /// Whether [`tensor`](Self::tensor) can make a tensor of `element_type` and `shape` with this
+    /// strategy on this NPU, decided before anything is allocated: the element type has a fixed
+    /// size and the shape is static and non-empty, and for the strategies the NPU imports as
+    /// CPU_VA (`CardPath`, `CpuVa`, `SharedSystem`) the byte size is a whole number of pages (the
+    /// plugin's CPU_VA rule: a SqueezeNet `[1, 1000, 1, 1]` `f32` output, 4000 bytes, is refused).
+    /// The dma-buf strategies and `NpuToSycl` take any size. What the drivers can do at all was
+    /// checked when the strategy was made.
+    ///
+    /// # Errors
+    /// [`Alignment { what: CpuVaByteSize }`](crate::ErrorKind::Alignment) for a CPU_VA strategy and
+    /// a byte size that is not a multiple of 4096; the errors of a tensor's byte size
+    /// ([`ElementType`](crate::ErrorKind::ElementType), [`Shape`](crate::ErrorKind::Shape),
+    /// [`Size`](crate::ErrorKind::Size)).
+    pub fn check_tensor(&self, element_type: ElementType, shape: &Shape) -> Result<()> {
+        let (bytes, _) = sizes(element_type, shape)?;
+        let cpu_va = matches!(self.kind, StrategyKind::CardPath | StrategyKind::CpuVa | StrategyKind::SharedSystem);
+        if cpu_va && bytes % PAGE_SIZE != 0 {
+            return Err(Error::alignment(Aligned::CpuVaByteSize, PAGE_SIZE, bytes)
+                .context(format!("{}: a {element_type} tensor of shape {shape}", self.kind))
+                .explain(format!(
+                    "OpenVINO's NPU plugin imports CPU_VA memory only in whole pages of {PAGE_SIZE} bytes, and the \
+                     {} strategy hands the NPU CPU_VA memory; a dma-buf strategy (DmaBuf, NpuExport) or the NPU→SYCL \
+                     copy (NpuToSycl) takes any size, and Auto falls back to one for such a tensor",
+                    self.kind
+                )));
+        }
+        Ok(())
     }
 
     fn shared(&self, tensor: NpuTensor) -> Result<SharedTensor> {

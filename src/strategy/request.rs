@@ -5,7 +5,7 @@ use std::fmt;
 
 use super::{SharedTensor, Strategy};
 use crate::error::{Error, Result};
-use crate::openvino::{CompiledModel, InferRequest, PortInfo, TensorType};
+use crate::openvino::{CompiledModel, ElementType, InferRequest, PortInfo, Shape, TensorType};
 
 /// An inference request of `compiled` with one [`SharedTensor`] of the strategy bound to each input
 /// and output ([`Strategy::request`]). Write the inputs through SYCL, run the request, read the
@@ -31,31 +31,40 @@ impl fmt::Debug for SharedRequest {
 impl Strategy {
     /// A request of `compiled` (a model compiled for this strategy's NPU) with a shared tensor of
     /// this strategy bound to every input and output, each of its port's element type and shape.
+    /// ([`Auto::request`](super::Auto::request) picks a strategy per port instead.)
     ///
     /// # Errors
     /// [`Shape`](crate::ErrorKind::Shape) for a port with a dynamic shape (make its tensor with
     /// [`tensor`](Self::tensor) once the shape is known, and bind it yourself); the errors of
     /// [`tensor`](Self::tensor) and of binding.
     pub fn request(&self, compiled: &CompiledModel) -> Result<SharedRequest> {
-        let make = |port: &PortInfo, tensor_type| {
-            let shape = port.shape.clone().ok_or_else(|| {
-                Error::shape(format!(
-                    "port {:?} has a dynamic shape; make its tensor with Strategy::tensor once the shape is known, \
-                     and bind it yourself",
-                    port.name
-                ))
-            })?;
-            self.tensor(port.element_type, shape, tensor_type)
-        };
-        let inputs = compiled.inputs()?.iter().map(|p| make(p, TensorType::Input)).collect::<Result<Vec<_>>>()?;
-        let outputs = compiled.outputs()?.iter().map(|p| make(p, TensorType::Output)).collect::<Result<Vec<_>>>()?;
-        let mut request = compiled.create_infer_request()?;
-        for (i, t) in inputs.iter().enumerate() {
-            request.set_input_tensor(i, t)?;
-        }
-        for (i, t) in outputs.iter().enumerate() {
-            request.set_output_tensor(i, t)?;
-        }
-        Ok(SharedRequest { request, inputs, outputs })
+        shared_request(compiled, |element_type, shape, tensor_type| self.tensor(element_type, shape, tensor_type))
     }
+}
+
+/// A request of `compiled` with a tensor from `make` bound to every port.
+pub(super) fn shared_request(
+    compiled: &CompiledModel,
+    make: impl Fn(ElementType, Shape, TensorType) -> Result<SharedTensor>,
+) -> Result<SharedRequest> {
+    let port_tensor = |port: &PortInfo, tensor_type| {
+        let shape = port.shape.clone().ok_or_else(|| {
+            Error::shape(format!(
+                "port {:?} has a dynamic shape; make its tensor with Strategy::tensor once the shape is known, and \
+                 bind it yourself",
+                port.name
+            ))
+        })?;
+        make(port.element_type, shape, tensor_type)
+    };
+    let inputs = compiled.inputs()?.iter().map(|p| port_tensor(p, TensorType::Input)).collect::<Result<Vec<_>>>()?;
+    let outputs = compiled.outputs()?.iter().map(|p| port_tensor(p, TensorType::Output)).collect::<Result<Vec<_>>>()?;
+    let mut request = compiled.create_infer_request()?;
+    for (i, t) in inputs.iter().enumerate() {
+        request.set_input_tensor(i, t)?;
+    }
+    for (i, t) in outputs.iter().enumerate() {
+        request.set_output_tensor(i, t)?;
+    }
+    Ok(SharedRequest { request, inputs, outputs })
 }

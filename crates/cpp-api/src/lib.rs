@@ -396,10 +396,20 @@ pub struct NpuState {
     queue: Arc<Queue>,
 }
 
-/// A strategy (and, for `Auto`, the decision report).
-pub struct StrategyState {
-    strategy: Strategy,
-    decision: String,
+/// A strategy, or `Auto` (which picks a strategy per tensor and keeps its decision report).
+pub enum StrategyState {
+    Fixed(Strategy),
+    Auto(Auto),
+}
+
+impl StrategyState {
+    /// The strategy chosen (for `Auto`: the one tensors come from unless they need a fallback).
+    fn strategy(&self) -> &Strategy {
+        match self {
+            StrategyState::Fixed(s) => s,
+            StrategyState::Auto(auto) => auto.strategy(),
+        }
+    }
 }
 
 /// A tensor handed to C++: SYCL memory shared with the NPU, or imported memory without a SYCL side.
@@ -501,28 +511,30 @@ fn npu_describe(npu: &NpuState) -> String {
 
 fn strategy_auto(npu: &NpuState) -> CppResult<Box<StrategyState>> {
     guard("npu_sycl_bridge::Strategy::automatic", || {
-        let (strategy, decision) = Auto::select(&npu.npu, &npu.context, &npu.device)?.into_parts();
-        Ok(Box::new(StrategyState { strategy, decision: decision.to_string() }))
+        Ok(Box::new(StrategyState::Auto(Auto::select(&npu.npu, &npu.context, &npu.device)?)))
     })
 }
 
 fn strategy_new(npu: &NpuState, kind: u8) -> CppResult<Box<StrategyState>> {
     guard("npu_sycl_bridge::Strategy", || {
         let strategy = Strategy::new(strategy_kind_from(kind)?, &npu.npu, &npu.context, &npu.device)?;
-        Ok(Box::new(StrategyState { strategy, decision: String::new() }))
+        Ok(Box::new(StrategyState::Fixed(strategy)))
     })
 }
 
 fn strategy_kind(strategy: &StrategyState) -> u8 {
-    kind_code(strategy.strategy.kind())
+    kind_code(strategy.strategy().kind())
 }
 
 fn strategy_zero_copy(strategy: &StrategyState) -> bool {
-    strategy.strategy.is_zero_copy()
+    strategy.strategy().is_zero_copy()
 }
 
 fn strategy_decision(strategy: &StrategyState) -> String {
-    strategy.decision.clone()
+    match strategy {
+        StrategyState::Fixed(_) => String::new(),
+        StrategyState::Auto(auto) => auto.decision().to_string(),
+    }
 }
 
 fn strategy_tensor(
@@ -532,7 +544,11 @@ fn strategy_tensor(
     tensor_type_code: u8,
 ) -> CppResult<Box<TensorState>> {
     guard("npu_sycl_bridge::Strategy::tensor", || {
-        let t = strategy.strategy.tensor(element(element_type)?, shape, tensor_type(tensor_type_code)?)?;
+        let (element_type, tensor_type) = (element(element_type)?, tensor_type(tensor_type_code)?);
+        let t = match strategy {
+            StrategyState::Fixed(s) => s.tensor(element_type, shape, tensor_type)?,
+            StrategyState::Auto(auto) => auto.tensor(element_type, shape, tensor_type)?,
+        };
         Ok(Box::new(TensorState::Shared(t)))
     })
 }
