@@ -123,27 +123,27 @@ struct PoolImpl {
 
 // ---- errors -----------------------------------------------------------------------------------
 
-Error::Error(ErrorKind kind, SharingPath path, const std::string& message, std::string explanation)
-    : std::runtime_error(message), kind_(kind), path_(path), explanation_(std::move(explanation)) {}
+Error::Error(ErrorKind kind, SharingPath path, Reason reason, const std::string& message, std::string explanation)
+    : std::runtime_error(message), kind_(kind), path_(path), reason_(reason), explanation_(std::move(explanation)) {}
 
 namespace {
 
-// The Rust half's error text: kind ␟ path ␟ message ␟ explanation (crates/cpp-api/src/lib.rs CppError).
-[[noreturn]] void rethrow(const rust::Error& e) {
-  const std::string text = e.what();
-  std::string fields[4];
-  std::size_t field = 0;
-  for (char c : text) {
-    if (c == '\x1f' && field < 3) {
-      ++field;
-    } else {
-      fields[field] += c;
-    }
-  }
-  if (field != 3) throw Error(ErrorKind::internal, SharingPath::none, text, "");
-  const auto kind = static_cast<ErrorKind>(std::stoi(fields[0]));
-  const auto path = static_cast<SharingPath>(std::stoi(fields[1]));
-  throw Error(kind, path, fields[2], fields[3]);
+// The Rust half recorded the failed call's error for this thread (crates/cpp-api/src/lib.rs).
+[[noreturn]] void rethrow(const rust::Error&) {
+  const detail::BridgeError e = detail::take_error();
+  throw Error(e.kind, e.path, e.reason, std::string(e.message), std::string(e.explanation));
+}
+
+// An unsupported path found by this file's own checks: the Rust crate's error for it (its message
+// and the reason's one explanation).
+[[noreturn]] void unsupported(SharingPath path, Reason reason, const std::string& message) {
+  const detail::BridgeError e = detail::unsupported_error(path, reason, message);
+  throw Error(e.kind, e.path, e.reason, std::string(e.message), std::string(e.explanation));
+}
+
+// An error of this file's own checks (no sharing path involved).
+[[noreturn]] void fail(ErrorKind kind, const std::string& message, std::string explanation = "") {
+  throw Error(kind, SharingPath::none, Reason::none, message, std::move(explanation));
 }
 
 // Runs `f`, turning whatever it throws into npu_sycl_bridge::Error.
@@ -156,11 +156,11 @@ auto call(const char* what, F&& f) -> decltype(f()) {
   } catch (const Error&) {
     throw;
   } catch (const ov::Exception& e) {
-    throw Error(ErrorKind::openvino, SharingPath::none, std::string(what) + ": " + e.what(), "");
+    fail(ErrorKind::openvino, std::string(what) + ": " + e.what());
   } catch (const sycl::exception& e) {
-    throw Error(ErrorKind::sycl, SharingPath::none, std::string(what) + ": " + e.what(), "");
+    fail(ErrorKind::sycl, std::string(what) + ": " + e.what());
   } catch (const std::exception& e) {
-    throw Error(ErrorKind::internal, SharingPath::none, std::string(what) + ": " + e.what(), "");
+    fail(ErrorKind::internal, std::string(what) + ": " + e.what());
   }
 }
 
@@ -172,55 +172,31 @@ detail::ProgramBuffer program_buffer(ProgramMemory memory) { return detail::to_b
 
 ov::Shape static_shape(const ov::Output<const ov::Node>& port) {
   if (port.get_partial_shape().is_dynamic()) {
-    throw Error(ErrorKind::shape, SharingPath::none,
-                "the port's shape " + port.get_partial_shape().to_string() + " is dynamic",
-                "shared memory needs a static shape: reshape the model, or pass the element type and shape");
+    fail(ErrorKind::shape, "the port's shape " + port.get_partial_shape().to_string() + " is dynamic",
+         "shared memory needs a static shape: reshape the model, or pass the element type and shape");
   }
   return port.get_shape();
 }
 
 }  // namespace
 
-const char* to_string(ErrorKind kind) noexcept {
-  switch (kind) {
-    case ErrorKind::openvino: return "openvino";
-    case ErrorKind::level_zero: return "level_zero";
-    case ErrorKind::alignment: return "alignment";
-    case ErrorKind::size: return "size";
-    case ErrorKind::shape: return "shape";
-    case ErrorKind::element_type: return "element_type";
-    case ErrorKind::unsupported: return "unsupported";
-    case ErrorKind::sycl: return "sycl";
-    case ErrorKind::library: return "library";
-    case ErrorKind::invalid_argument: return "invalid_argument";
-    case ErrorKind::io: return "io";
-    case ErrorKind::exhausted: return "exhausted";
-    case ErrorKind::internal: return "internal";
-    case ErrorKind::busy: return "busy";
-  }
-  return "unknown";
-}
-
 namespace {
-// The crate's names (Path::as_str, StrategyKind::as_str), copied once into NUL-terminated strings.
-template <std::size_t N>
-const char* name_of(std::uint8_t code, rust::Str (*name)(std::uint8_t)) noexcept {
-  static const std::array<std::string, N> names = [name] {
-    std::array<std::string, N> all;
-    for (std::size_t i = 0; i < N; ++i) all[i] = std::string(name(static_cast<std::uint8_t>(i)));
+// The crate's names of every value of E, copied once into NUL-terminated strings.
+template <typename E>
+const char* name_of(E value, rust::Str (*name)(E)) noexcept {
+  static const std::array<std::string, 256> names = [name] {
+    std::array<std::string, 256> all;
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = std::string(name(static_cast<E>(i)));
     return all;
   }();
-  return code < N ? names[code].c_str() : "unknown";
+  return names[static_cast<std::uint8_t>(value)].c_str();
 }
 }  // namespace
 
-const char* to_string(SharingPath path) noexcept {
-  return name_of<12>(static_cast<std::uint8_t>(path), detail::path_name);
-}
-
-const char* to_string(StrategyKind kind) noexcept {
-  return name_of<6>(static_cast<std::uint8_t>(kind), detail::strategy_name);
-}
+const char* to_string(ErrorKind kind) noexcept { return name_of(kind, detail::error_kind_name); }
+const char* to_string(SharingPath path) noexcept { return name_of(path, detail::path_name); }
+const char* to_string(Reason reason) noexcept { return name_of(reason, detail::reason_name); }
+const char* to_string(StrategyKind kind) noexcept { return name_of(kind, detail::strategy_name); }
 
 // ---- Npu --------------------------------------------------------------------------------------
 
@@ -230,17 +206,15 @@ Npu::Npu(const ov::CompiledModel& compiled, const sycl::queue& queue) {
     try {
       context = compiled.get_context();
     } catch (const ov::Exception& e) {
-      throw Error(ErrorKind::unsupported, SharingPath::npu,
-                  "the compiled model has no remote context, so it was not compiled for the NPU",
-                  std::string("compile it for \"NPU\" (OpenVINO said: ") + e.what() + ")");
+      unsupported(SharingPath::npu, Reason::not_the_npu,
+                  std::string("the compiled model has no remote context, so it was not compiled for the NPU "
+                              "(OpenVINO said: ") + e.what() + ")");
     }
     auto ov = std::make_unique<detail::OvContext>(detail::OvContext{compiled, context});
     const sycl::context sycl_context = queue.get_context();
     const sycl::device device = queue.get_device();
     if (device.get_backend() != sycl::backend::ext_oneapi_level_zero) {
-      throw Error(ErrorKind::unsupported, SharingPath::sycl, "the queue's device is not a Level Zero device",
-                  "every strategy shares memory of the iGPU's Level Zero driver: make the queue on the Level Zero GPU "
-                  "(ONEAPI_DEVICE_SELECTOR=level_zero:gpu)");
+      unsupported(SharingPath::sycl, Reason::no_level_zero_gpu, "the queue's device is not a Level Zero device");
     }
     const auto ze_device = reinterpret_cast<std::size_t>(
         sycl::get_native<sycl::backend::ext_oneapi_level_zero>(device));
@@ -259,7 +233,7 @@ SharedTensor Npu::import_host(ProgramMemory memory, const ov::element::Type& typ
                               TensorType tensor_type) const {
   return call("npu_sycl_bridge::Npu::import_host", [&] {
     auto state = detail::npu_import_host(*impl_->state, program_buffer(std::move(memory)), type_name(type),
-                                         dims(shape), static_cast<std::uint8_t>(tensor_type));
+                                         dims(shape), tensor_type);
     return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
   });
 }
@@ -268,7 +242,7 @@ SharedTensor Npu::import_sycl(ProgramMemory memory, const ov::element::Type& typ
                               TensorType tensor_type) const {
   return call("npu_sycl_bridge::Npu::import_sycl", [&] {
     auto state = detail::npu_import_sycl(*impl_->state, program_buffer(std::move(memory)), type_name(type),
-                                         dims(shape), static_cast<std::uint8_t>(tensor_type));
+                                         dims(shape), tensor_type);
     return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
   });
 }
@@ -277,7 +251,7 @@ SharedTensor Npu::import_dma_buf(int fd, const ov::element::Type& type, const ov
                                  TensorType tensor_type) const {
   return call("npu_sycl_bridge::Npu::import_dma_buf", [&] {
     auto state = detail::npu_import_dma_buf(*impl_->state, fd, type_name(type), dims(shape),
-                                            static_cast<std::uint8_t>(tensor_type));
+                                            tensor_type);
     return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
   });
 }
@@ -295,7 +269,7 @@ Strategy Strategy::automatic(const Npu& npu) {
 Strategy::Strategy(const Npu& npu, StrategyKind kind) {
   impl_ = call("npu_sycl_bridge::Strategy", [&] {
     return std::make_unique<detail::StrategyImpl>(
-        detail::StrategyImpl{detail::strategy_new(*npu.impl_->state, static_cast<std::uint8_t>(kind))});
+        detail::StrategyImpl{detail::strategy_new(*npu.impl_->state, kind)});
   });
 }
 
@@ -303,14 +277,14 @@ Strategy::Strategy(Strategy&&) noexcept = default;
 Strategy& Strategy::operator=(Strategy&&) noexcept = default;
 Strategy::~Strategy() = default;
 
-StrategyKind Strategy::kind() const { return static_cast<StrategyKind>(detail::strategy_kind(*impl_->state)); }
+StrategyKind Strategy::kind() const { return detail::strategy_kind(*impl_->state); }
 bool Strategy::zero_copy() const { return detail::strategy_zero_copy(*impl_->state); }
 std::string Strategy::decision() const { return std::string(detail::strategy_decision(*impl_->state)); }
 
 SharedTensor Strategy::tensor(const ov::element::Type& type, const ov::Shape& shape, TensorType tensor_type) const {
   return call("npu_sycl_bridge::Strategy::tensor", [&] {
     auto state = detail::strategy_tensor(*impl_->state, type_name(type), dims(shape),
-                                         static_cast<std::uint8_t>(tensor_type));
+                                         tensor_type);
     return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
   });
 }
@@ -346,15 +320,10 @@ void SharedTensor::bind(ov::InferRequest& request, const ov::Output<const ov::No
 
 void* SharedTensor::data() const { return reinterpret_cast<void*>(detail::tensor_data(*impl_->state)); }
 std::size_t SharedTensor::byte_size() const { return detail::tensor_byte_size_of(*impl_->state); }
-bool SharedTensor::has_strategy() const { return detail::tensor_kind(*impl_->state) != 255; }
+bool SharedTensor::has_strategy() const { return detail::tensor_has_sycl(*impl_->state); }
 
 StrategyKind SharedTensor::kind() const {
-  const auto k = detail::tensor_kind(*impl_->state);
-  if (k == 255) {
-    throw Error(ErrorKind::invalid_argument, SharingPath::none,
-                "this tensor is imported memory without a SYCL side (host memory or a dma-buf fd)", "");
-  }
-  return static_cast<StrategyKind>(k);
+  return call("npu_sycl_bridge::SharedTensor::kind", [&] { return detail::tensor_kind(*impl_->state); });
 }
 
 bool SharedTensor::zero_copy() const { return detail::tensor_zero_copy(*impl_->state); }
@@ -440,14 +409,8 @@ SharedTensor Pool::tensor(const ov::Output<const ov::Node>& port) {
   return tensor(port.get_element_type(), static_shape(port));
 }
 
-PoolStats Pool::stats() const {
-  const auto s = detail::pool_stats(*impl_->state);
-  return PoolStats{s[0], s[1], s[2], s[3], s[4], s[5], s[6]};
-}
+PoolStats Pool::stats() const { return detail::pool_stats(*impl_->state); }
 
-PoolTrimmed Pool::trim() {
-  const auto t = detail::pool_trim(*impl_->state);
-  return PoolTrimmed{t.imports, t.buffers, t.bytes};
-}
+PoolTrimmed Pool::trim() { return detail::pool_trim(*impl_->state); }
 
 }  // namespace npu_sycl_bridge

@@ -21,7 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
-pub use error::{Error, ErrorKind, Path, Result};
+pub use error::{Error, ErrorKind, Path, Reason, Result};
 
 // The front door: what a program needs to run a model on the NPU over its own or SYCL's memory.
 pub use memory::{NpuMemory, PageAlignedBuffer};

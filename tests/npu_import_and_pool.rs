@@ -11,7 +11,7 @@ use npu_sycl_bridge::memory::{MemoryKind, NpuMemory, RawMemory};
 use npu_sycl_bridge::openvino::{ElementType, MemType, TensorType};
 use npu_sycl_bridge::ownership::KeepAlive;
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits, Trimmed};
-use npu_sycl_bridge::{ErrorKind, Path};
+use npu_sycl_bridge::{ErrorKind, Path, Reason};
 use testkit::models;
 
 mod common;
@@ -58,7 +58,11 @@ fn level_zero_device_memory_is_imported_as_a_dma_buf_zero_copy() {
         assert_eq!(ta.remote().params().unwrap().mem_type, Some(MemType::SharedBuf));
         // Device memory reaches the NPU through an export the program could also make: no host views.
         let e = tsum.host_bytes().unwrap_err();
-        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::HostView }, "{e}");
+        assert_eq!(
+            e.kind(),
+            &ErrorKind::Unsupported { path: Path::HostView, reason: Reason::ExporterOwnsMemory },
+            "{e}"
+        );
 
         let mut r = s.request();
         r.set_input_tensor(0, &ta).unwrap();
@@ -93,7 +97,9 @@ fn level_zero_host_memory_is_refused_with_the_reason_for_gpu_and_npu_contexts() 
     let host = ctx.alloc_host(s.m.inputs[0].byte_size(), 4096, Default::default()).unwrap();
     let shape = s.m.inputs[0].shape.clone();
     let e = s.npu.import(host, ElementType::F32, shape.clone(), TensorType::Input).unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e:#}");
+    let reason =
+        if s.npu.capabilities().sysmem_import { Reason::GpuUsmNotPinnable } else { Reason::NoSystemMemoryImport };
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa, reason }, "{e:#}");
     assert!(format!("{e:#}").contains("dma-buf"), "names what works: {e:#}");
     assert_eq!(counter("gpu.live_allocations"), live0, "the refused allocation was freed");
 
@@ -102,7 +108,7 @@ fn level_zero_host_memory_is_refused_with_the_reason_for_gpu_and_npu_contexts() 
     let own = s.npu.level_zero_context().alloc_host(s.m.inputs[0].byte_size(), 4096, Default::default()).unwrap();
     let (npu_live0, sysmem0) = (counter("npu.live_allocations"), counter("npu.imports.sysmem"));
     let e = s.npu.import(own, ElementType::F32, shape, TensorType::Input).unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e:#}");
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa, reason: Reason::PluginContextMemory }, "{e:#}");
     assert!(format!("{e:#}").contains("l0_host_tensor"), "names what works: {e:#}");
     assert_eq!(counter("npu.imports.sysmem"), sysmem0, "nothing imported");
     assert_eq!(counter("npu.live_allocations"), npu_live0 - 1, "the refused allocation was freed");
@@ -124,7 +130,11 @@ fn raw_memory_is_imported_as_cpu_va_where_the_npu_imports_user_memory() {
     assert_eq!(null.kind(), &ErrorKind::InvalidArgument);
     if !imports_user_memory(&s.npu) {
         let e = s.npu.import(raw, ElementType::F32, s.m.inputs[0].shape.clone(), TensorType::Input).unwrap_err();
-        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e:#}");
+        assert_eq!(
+            e.kind(),
+            &ErrorKind::Unsupported { path: Path::CpuVa, reason: Reason::NoSystemMemoryImport },
+            "{e:#}"
+        );
         return;
     }
     let sysmem0 = counter("npu.imports.sysmem");
@@ -255,7 +265,11 @@ fn a_pool_of_the_programs_own_buffers_imports_each_once() {
     if !imports_user_memory(&s.npu) {
         let pool = NpuPool::from_buffers(&s.npu, vec![PageAlignedBuffer::new(din.byte_size()).unwrap()]).unwrap();
         let e = pool.tensor(din.element_type, din.shape.clone()).unwrap_err();
-        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e:#}");
+        assert_eq!(
+            e.kind(),
+            &ErrorKind::Unsupported { path: Path::CpuVa, reason: Reason::NoSystemMemoryImport },
+            "{e:#}"
+        );
         return;
     }
     let buffers: Vec<PageAlignedBuffer> = (0..4).map(|_| PageAlignedBuffer::new(din.byte_size()).unwrap()).collect();

@@ -16,7 +16,7 @@ use npu_sycl_bridge::memory::{PageAlignedBuffer, RawMemory};
 use npu_sycl_bridge::npu::{LaptopGeneration, NpuContext, NpuTensor};
 use npu_sycl_bridge::openvino::{Core, ElementType, MemType, Properties, Tensor, TensorType};
 use npu_sycl_bridge::ownership::KeepAlive;
-use npu_sycl_bridge::{ErrorKind, Path};
+use npu_sycl_bridge::{ErrorKind, Path, Reason};
 use testkit::models::{self, ReferenceModel};
 
 mod common;
@@ -106,7 +106,7 @@ fn npu_context_of_a_cpu_compiled_model_is_unsupported() {
     let _s = serial();
     let s = setup(models::fully_connected());
     let e = NpuContext::from_compiled_model(&s.cpu_model).unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::Npu }, "{e}");
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::Npu, reason: Reason::NotTheNpu }, "{e}");
     assert!(format!("{e:#}").contains("CPU"), "the message names the device: {e}");
     assert!(format!("{e:#}").contains("NPU"), "{e}");
     // OpenVINO's own error is kept, with its kind, as the source.
@@ -393,7 +393,7 @@ fn dma_buf_tensors_from_a_callers_fd_have_no_host_views() {
     let (mut mem, fd) = g.exported(4096, Some(&s.m.sample_input(0)));
     let mut t1 = s.npu.import(dup_fd(fd.as_fd()).unwrap(), ElementType::F32, [1, 1024], TensorType::Input).unwrap();
     let mut t2 = s.npu.import(fd, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
-    let host_view = ErrorKind::Unsupported { path: Path::HostView };
+    let host_view = ErrorKind::Unsupported { path: Path::HostView, reason: Reason::ExporterOwnsMemory };
     let e = t1.host_bytes().unwrap_err();
     assert_eq!(e.kind(), &host_view, "{e}");
     assert!(format!("{e:#}").contains("exporter"), "{e}");
@@ -439,7 +439,10 @@ fn a_buffer_is_imported_once_per_npu_context() {
         first.remote().params().unwrap().mem_handle,
         "the second tensor is the first import's mapping"
     );
-    assert_eq!(second.host_bytes().unwrap_err().kind(), &ErrorKind::Unsupported { path: Path::HostView });
+    assert_eq!(
+        second.host_bytes().unwrap_err().kind(),
+        &ErrorKind::Unsupported { path: Path::HostView, reason: Reason::ExporterOwnsMemory }
+    );
     // The first tensor goes; the import stays for the second, which still reads the GPU's pages.
     drop(first);
     let a2 = other_input(&s.m, 0);
@@ -770,7 +773,7 @@ fn cpu_va_at_an_existing_npu_allocation_reuses_it_and_interior_pointers_are_refu
         )
     }
     .unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e}");
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa, reason: Reason::InsideNpuAllocation }, "{e}");
     assert!(format!("{e:#}").contains("lies inside (not at the start of) an existing allocation"), "{e}");
     // Larger than the allocation.
     // SAFETY: as above.
@@ -848,7 +851,11 @@ fn driver_failures_surface_as_errors_and_release_the_memory() {
     if s.npu.capabilities().sysmem_import {
         assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "{e:?}");
     } else {
-        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e:?}");
+        assert_eq!(
+            e.kind(),
+            &ErrorKind::Unsupported { path: Path::CpuVa, reason: Reason::NoSystemMemoryImport },
+            "{e:?}"
+        );
     }
     assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 1, "the keep-alive was dropped on error");
     assert_eq!(counter("npu.live_allocations"), live0);

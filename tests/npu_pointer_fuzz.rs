@@ -35,7 +35,7 @@ use npu_sycl_bridge::memory::{NpuMemory, RawMemory};
 use npu_sycl_bridge::npu::NpuTensor;
 use npu_sycl_bridge::openvino::{ElementType, MemType, Shape, TensorType};
 use npu_sycl_bridge::ownership::KeepAlive;
-use npu_sycl_bridge::{ErrorKind, Path, Result as BridgeResult};
+use npu_sycl_bridge::{ErrorKind, Path, Reason, Result as BridgeResult};
 use proptest::prelude::*;
 use testkit::models;
 
@@ -230,12 +230,12 @@ fn model(
     if n > len {
         return Expect::Error(ErrorKind::Size { needed: n, available: len });
     }
-    let unsupported = Expect::Error(ErrorKind::Unsupported { path: Path::CpuVa });
+    let unsupported = |reason| Expect::Error(ErrorKind::Unsupported { path: Path::CpuVa, reason });
     match known {
-        Known::Interior => unsupported,
+        Known::Interior => unsupported(Reason::InsideNpuAllocation),
         Known::Start(size) if n > size => Expect::Error(ErrorKind::Size { needed: n, available: size }),
         Known::Start(_) => Expect::Tensor,
-        Known::Unknown if !user_memory => unsupported,
+        Known::Unknown if !user_memory => unsupported(Reason::NoSystemMemoryImport),
         Known::Unknown if ptr % PAGE != 0 => {
             Expect::Error(ErrorKind::Alignment { what: Aligned::CpuVaPointer, required: PAGE, actual: ptr })
         }
@@ -245,7 +245,7 @@ fn model(
         Known::Unknown => match pin {
             Pinning::Pinnable => Expect::Tensor,
             Pinning::RefusedRaw => Expect::OpenVinoError,
-            Pinning::RefusedL0 => unsupported,
+            Pinning::RefusedL0 => unsupported(Reason::GpuUsmNotPinnable),
         },
     }
 }
@@ -403,7 +403,8 @@ fn build(source: &Source, et: ElementType, dims: &[usize], s: &Setup) -> Built {
             let mem = s.s.npu.level_zero_context().alloc_host(pages * PAGE, PAGE, Default::default()).unwrap();
             let ptr = mem.as_ptr() as usize;
             // Refused before anything else: the plugin imports no memory of its own context.
-            let expect = Expect::Error(ErrorKind::Unsupported { path: Path::CpuVa });
+            let expect =
+                Expect::Error(ErrorKind::Unsupported { path: Path::CpuVa, reason: Reason::PluginContextMemory });
             Built { memory: Ok(Memory::Level0(mem)), expect, ptr, bytes: Vec::new(), drops: None, held: None }
         }
     }

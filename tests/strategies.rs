@@ -152,7 +152,7 @@ mod inner {
     use npu_sycl_bridge::sycl::{
         self, ContextOrigin, ExportableDeviceMemory, Queue, SyclContext, SyclMemory, UsmBuffer, UsmKind,
     };
-    use npu_sycl_bridge::{ErrorKind, Path};
+    use npu_sycl_bridge::{ErrorKind, Path, Reason};
     use testkit::models::{self, ReferenceModel};
 
     use super::common::npu::{core, counter, l0_device, open_fds, other_input, NpuAndCpu};
@@ -304,7 +304,7 @@ mod inner {
         let e = env(models::multi_io());
         let err = Strategy::card_path(e.npu.level_zero_context(), &e.npu).unwrap_err();
         println!("adapter {}: {err}", adapter());
-        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath, reason: Reason::NoSyclPlatform });
         // A short message, and the long story (why, and what works) kept apart.
         assert!(err.to_string().len() < 200 && err.explanation().is_some(), "{err:?}");
         let msg = format!("{err:#}");
@@ -316,11 +316,11 @@ mod inner {
         }
         // The same through the general constructor.
         let err = Strategy::new(StrategyKind::CardPath, &e.npu, &e.ctx, &e.gpu).unwrap_err();
-        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath, reason: Reason::NoSyclPlatform });
         // A context of its own on the NPU's driver: the same answer.
         let own = Arc::new(l0::L0Context::create(e.npu.driver()).unwrap());
         let err = Strategy::card_path(&own, &e.npu).unwrap_err();
-        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CardPath, reason: Reason::NoSyclPlatform });
         assert!(format!("{err:#}").contains("NPU's driver"), "{err}");
         assert_eq!(Arc::strong_count(&own), 1, "nothing kept on error");
         // The NPU's context is untouched.
@@ -380,7 +380,9 @@ mod inner {
         let (sysmem0, npu_live0) = (counter("npu.imports.sysmem"), counter("npu.live_allocations"));
         let err = card.probe().unwrap_err();
         println!("adapter {}: {err}", adapter());
-        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{err}");
+        let reason =
+            if e.npu.capabilities().sysmem_import { Reason::GpuUsmNotPinnable } else { Reason::NoSystemMemoryImport };
+        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa, reason }, "{err}");
         let why = if e.npu.capabilities().sysmem_import { "cannot pin" } else { "STANDARD_ALLOCATION" };
         assert!(format!("{err:#}").contains(why) && format!("{err:#}").contains("DmaBuf"), "{err}");
         assert_eq!(counter("npu.imports.sysmem"), sysmem0, "nothing was imported");
@@ -438,7 +440,11 @@ mod inner {
             if !e.npu.capabilities().sysmem_import {
                 // NPU 37xx (Meteor/Arrow Lake) or a kernel without userptr: no CPU_VA at all.
                 let err = Strategy::cpu_va(&e.npu, &e.ctx, &e.gpu, usm).unwrap_err();
-                assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{err}");
+                assert_eq!(
+                    err.kind(),
+                    &ErrorKind::Unsupported { path: Path::CpuVa, reason: Reason::NoSystemMemoryImport },
+                    "{err}"
+                );
                 assert!(format!("{err:#}").contains("STANDARD_ALLOCATION"), "{err}");
                 continue;
             }
@@ -448,7 +454,11 @@ mod inner {
             assert_eq!(s.usm_kind(), Some(usm));
             let err = s.tensor(ElementType::F32, [1, 1024], TensorType::Binded).unwrap_err();
             println!("adapter {}: {usm:?}: {err}", adapter());
-            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{err}");
+            assert_eq!(
+                err.kind(),
+                &ErrorKind::Unsupported { path: Path::CpuVa, reason: Reason::GpuUsmNotPinnable },
+                "{err}"
+            );
             for needle in ["cannot pin", "DmaBuf", "PageAlignedBuffer"] {
                 assert!(format!("{err:#}").contains(needle), "{needle}: {err}");
             }
@@ -476,7 +486,10 @@ mod inner {
         // SYCL use in place is a typed error that explains and points elsewhere.
         let err = t.sycl_mut().unwrap_err();
         println!("adapter {}: {err:#}", adapter());
-        assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::NpuToSyclZeroCopy });
+        assert_eq!(
+            err.kind(),
+            &ErrorKind::Unsupported { path: Path::NpuToSyclZeroCopy, reason: Reason::NotSyclMemory }
+        );
         for needle in ["foreign pointer", "kernels", "copy", "DmaBuf", "CpuVa"] {
             assert!(format!("{err:#}").contains(needle), "{needle}: {err:#}");
         }
@@ -510,7 +523,11 @@ mod inner {
         assert_eq!(e.gpu.usm_system_allocations, system_usm, "SYCL's aspect follows the GPU's capability");
         if !e.npu.capabilities().sysmem_import {
             let err = Strategy::new(StrategyKind::SharedSystem, &e.npu, &e.ctx, &e.gpu).unwrap_err();
-            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::SharedSystem }, "{err}");
+            assert_eq!(
+                err.kind(),
+                &ErrorKind::Unsupported { path: Path::SharedSystem, reason: Reason::NoSystemMemoryImport },
+                "{err}"
+            );
             assert!(
                 format!("{err:#}").contains("STANDARD_ALLOCATION") && format!("{err:#}").contains("DmaBuf"),
                 "{err}"
@@ -538,7 +555,11 @@ mod inner {
             q.copy(&usm, &mut access, 4096).unwrap();
         } else {
             let err = t.sycl_mut().unwrap_err();
-            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::SharedSystem }, "{err}");
+            assert_eq!(
+                err.kind(),
+                &ErrorKind::Unsupported { path: Path::SharedSystem, reason: Reason::NoSharedSystemUsm },
+                "{err}"
+            );
             assert!(format!("{err:#}").contains("usm_system_allocations"), "{err}");
             t.copy_from(&usm, 4096).unwrap();
         }
@@ -583,12 +604,19 @@ mod inner {
         assert_eq!(kinds, StrategyKind::ALL, "the survey tries every strategy, in order");
         let error = |kind| survey.iter().find(|(k, _)| *k == kind).and_then(|(_, r)| r.as_ref().err());
         let card = error(StrategyKind::CardPath).expect("the card path fails");
-        assert_eq!(card.kind(), &ErrorKind::Unsupported { path: Path::CardPath });
+        assert_eq!(card.kind(), &ErrorKind::Unsupported { path: Path::CardPath, reason: Reason::NoSyclPlatform });
         assert!(format!("{card:#}").contains("no SYCL platform wraps that driver"), "{card:#}");
         // CPU_VA of SYCL USM fails on every profile (not pinnable on NPU 40xx+, no import on 37xx).
         assert_eq!(
             error(StrategyKind::CpuVa).map(|e| e.kind().clone()),
-            Some(ErrorKind::Unsupported { path: Path::CpuVa })
+            Some(ErrorKind::Unsupported {
+                path: Path::CpuVa,
+                reason: if e.npu.capabilities().sysmem_import {
+                    Reason::GpuUsmNotPinnable
+                } else {
+                    Reason::NoSystemMemoryImport
+                }
+            })
         );
         // Shared system memory needs the NPU's user-memory import (NPU 40xx+ with the userptr ioctl).
         // NPU memory allocated exportable, imported by SYCL, works everywhere (every NPU driver
@@ -878,7 +906,12 @@ mod inner {
         for usm in [UsmKind::Host, UsmKind::Shared, UsmKind::Device] {
             let buf = UsmBuffer::new(&e.ctx, &e.gpu, usm, 4096, 4096).unwrap();
             let err = e.npu.import(buf, ElementType::F32, [1, 1024], TensorType::Input).unwrap_err();
-            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{usm:?}: {err:#}");
+            let reason = match usm {
+                UsmKind::Device => Reason::NoHostAddress,
+                _ if e.npu.capabilities().sysmem_import => Reason::GpuUsmNotPinnable,
+                _ => Reason::NoSystemMemoryImport,
+            };
+            assert_eq!(err.kind(), &ErrorKind::Unsupported { path: Path::CpuVa, reason }, "{usm:?}: {err:#}");
             assert!(format!("{err:#}").contains("dma-buf"), "{usm:?}: names what works: {err:#}");
         }
         // Memory the program exported itself has another way in: the tensor over it has no host
@@ -887,13 +920,16 @@ mod inner {
         let mem = ExportableDeviceMemory::new(&e.ctx, &e.gpu, 4096, 4096).unwrap();
         let other_owner = mem.export_dma_buf().unwrap();
         let tensor = e.npu.import(mem, ElementType::F32, [1, 1024], TensorType::Input).unwrap();
-        assert_eq!(tensor.host_bytes().unwrap_err().kind(), &ErrorKind::Unsupported { path: Path::HostView });
+        assert_eq!(
+            tensor.host_bytes().unwrap_err().kind(),
+            &ErrorKind::Unsupported { path: Path::HostView, reason: Reason::ExporterOwnsMemory }
+        );
         let mut shared = SharedTensor::new(&q, tensor).unwrap();
         shared.write(0, &a).unwrap();
         assert_eq!(shared.read_to_vec::<u8>().unwrap(), a);
         assert_eq!(
             shared.npu_tensor().host_bytes().unwrap_err().kind(),
-            &ErrorKind::Unsupported { path: Path::HostView }
+            &ErrorKind::Unsupported { path: Path::HostView, reason: Reason::ExporterOwnsMemory }
         );
         drop((shared, other_owner));
         // A tensor that is not SYCL memory cannot become a shared tensor.

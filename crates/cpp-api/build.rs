@@ -32,7 +32,11 @@ fn main() {
     build.compile("npu_sycl_bridge_cpp_api");
 
     println!("cargo:rerun-if-changed={}", source.display());
-    for h in ["include/npu_sycl_bridge/npu.hpp", "include/npu_sycl_bridge/detail/openvino_binding.hpp"] {
+    for h in [
+        "include/npu_sycl_bridge/npu.hpp",
+        "include/npu_sycl_bridge/types.hpp",
+        "include/npu_sycl_bridge/detail/openvino_binding.hpp",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(h).display());
     }
     println!("cargo:rerun-if-changed={}", ov_include.display());

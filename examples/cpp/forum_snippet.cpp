@@ -31,8 +31,8 @@ int main() try {
     nsb::Strategy card(npu, nsb::StrategyKind::card_path);  // the snippet's route
     std::printf("card path: works here (a SYCL platform lists the NPU's driver: not stock DPC++)\n");
   } catch (const nsb::Error& e) {
-    std::printf("card path: %s error on the %s path: %s\n  why: %s\n", nsb::to_string(e.kind()),
-                nsb::to_string(e.path()), e.what(), e.explanation().c_str());
+    std::printf("card path: %s error on the %s path (%s): %s\n  why: %s\n", nsb::to_string(e.kind()),
+                nsb::to_string(e.path()), nsb::to_string(e.reason()), e.what(), e.explanation().c_str());
   }
 
   // ---- the zero-copy part: share, bind, infer, read back ----

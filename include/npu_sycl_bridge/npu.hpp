@@ -34,8 +34,9 @@
 // are Send + Sync; a pool hands out each buffer once). A SharedTensor is used by one thread at a time.
 //
 // Errors: every call that can fail throws npu_sycl_bridge::Error, whose kind() is the Rust ErrorKind
-// and, for ErrorKind::unsupported, whose path() names the sharing path; explanation() says why and
-// what works instead. No other exception leaves this API, and no call aborts.
+// and, for ErrorKind::unsupported, whose path() names the sharing path and reason() why;
+// explanation() says why and what works instead. No other exception leaves this API, and no call
+// aborts. The enums and the pool's records are in types.hpp, generated from the Rust definitions.
 #pragma once
 
 #include <cstddef>
@@ -51,84 +52,38 @@
 #include <openvino/runtime/remote_tensor.hpp>
 #include <sycl/sycl.hpp>
 
+#include "npu_sycl_bridge/types.hpp"
+
 namespace npu_sycl_bridge {
 
-/// What went wrong: the Rust crate's ErrorKind, one to one (internal: a bug in the bridge).
-enum class ErrorKind : std::uint8_t {
-  openvino = 0,
-  level_zero = 1,
-  alignment = 2,
-  size = 3,
-  shape = 4,
-  element_type = 5,
-  unsupported = 6,
-  sycl = 7,
-  library = 8,
-  invalid_argument = 9,
-  io = 10,
-  exhausted = 11,
-  internal = 12,
-  /// A tensor in use: a running inference, a data view or a SYCL access holds it (retry later).
-  busy = 13,
-};
-
-/// The sharing path an ErrorKind::unsupported error is about (the Rust crate's Path).
-enum class SharingPath : std::uint8_t {
-  none = 0,
-  card_path = 1,
-  dma_buf = 2,
-  cpu_va = 3,
-  shared_system = 4,
-  npu_to_sycl = 5,
-  npu_to_sycl_zero_copy = 6,
-  host_view = 7,
-  automatic = 8,
-  npu = 9,
-  sycl = 10,
-  device_copy = 11,
-};
+// ErrorKind, SharingPath, Reason, StrategyKind, TensorType, PoolStats and PoolTrimmed are in
+// types.hpp, generated from the Rust definitions (crates/cpp-api/src/types.rs).
 
 /// The one exception type of this API.
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, SharingPath path, const std::string& message, std::string explanation);
+  Error(ErrorKind kind, SharingPath path, Reason reason, const std::string& message, std::string explanation);
   ErrorKind kind() const noexcept { return kind_; }
   /// SharingPath::none unless kind() is ErrorKind::unsupported.
   SharingPath path() const noexcept { return path_; }
+  /// Why the path is unsupported (Reason::none unless kind() is ErrorKind::unsupported).
+  Reason reason() const noexcept { return reason_; }
   /// Why, and what to use instead (may be empty).
   const std::string& explanation() const noexcept { return explanation_; }
 
  private:
   ErrorKind kind_;
   SharingPath path_;
+  Reason reason_;
   std::string explanation_;
 };
 
+/// The names of the values, as the Rust crate spells them ("unsupported", "dma-buf",
+/// "no_sycl_platform", "NPU→SYCL copy").
 const char* to_string(ErrorKind kind) noexcept;
 const char* to_string(SharingPath path) noexcept;
-
-/// The ways of sharing memory between SYCL and the NPU (the Rust crate's StrategyKind).
-enum class StrategyKind : std::uint8_t {
-  /// A SYCL context over the NPU's Level Zero context (the forum snippet): never works on stock DPC++.
-  card_path = 0,
-  /// SYCL exportable device memory, imported by the NPU as a dma-buf.
-  dma_buf = 1,
-  /// SYCL host USM imported by the NPU as CPU_VA.
-  cpu_va = 2,
-  /// Page-aligned process memory: the NPU imports it, SYCL uses it in place where the GPU has
-  /// shared-system USM and copies otherwise.
-  shared_system = 3,
-  /// NPU memory the crate allocates exportable, imported by the plugin and by SYCL as dma-bufs.
-  npu_export = 4,
-  /// The NPU plugin's memory, reached by SYCL copies (not zero-copy).
-  npu_to_sycl = 5,
-};
-
+const char* to_string(Reason reason) noexcept;
 const char* to_string(StrategyKind kind) noexcept;
-
-/// OpenVINO's TENSOR_TYPE: input memory is imported read-only for the NPU (CPU_VA) and may be
-/// write-combined when the plugin allocates it; binded is read-write.
-enum class TensorType : std::uint8_t { input = 0, output = 1, binded = 2 };
 
 /// Memory the program owns: `bytes` at `data`. `release` is called once, on any thread, when the
 /// NPU, every tensor over it and every request are done with it (or when the import fails); an
@@ -260,31 +215,10 @@ class SharedTensor {
   std::unique_ptr<detail::TensorImpl> impl_;
 };
 
-/// What a pool did and holds (the Rust crate's PoolStats).
-struct PoolStats {
-  std::size_t buffers = 0;
-  std::size_t bytes = 0;
-  std::size_t allocations = 0;
-  std::size_t imports = 0;
-  std::size_t hits = 0;
-  std::size_t misses = 0;
-  std::size_t in_use = 0;
-};
-
 /// Bounds of a pool that allocates (Pool::with_allocator).
 struct PoolLimits {
   std::size_t max_buffers = 16;
   std::size_t max_bytes = std::size_t(1) << 30;
-};
-
-/// What Pool::trim released.
-struct PoolTrimmed {
-  /// Imports of free buffers dropped: the next tensor over such a buffer imports it again.
-  std::size_t imports = 0;
-  /// Free buffers the pool's allocator had made, freed now.
-  std::size_t buffers = 0;
-  /// The bytes of those buffers.
-  std::size_t bytes = 0;
 };
 
 /// The program's own buffers, each imported by the NPU once and handed out again: a tensor comes back

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::{api, check, require, sys, AllocationInfo, Driver, HostMemFlags, L0Allocation, L0Device, MemoryType};
-use crate::error::{Error, Path, Result};
+use crate::error::{Error, Path, Reason, Result};
 use crate::ownership::{DeferredErrors, Foreign};
 
 /// A Level Zero context (`ze_context_handle_t`).
@@ -312,7 +312,11 @@ impl L0Context {
             .or_else(|| groups.iter().find(|g| g.is_compute()))
             .map(|g| g.ordinal)
             .ok_or_else(|| {
-                Error::unsupported(Path::DeviceCopy, format!("{device:?} has no copy or compute queue group"))
+                Error::unsupported(
+                    Path::DeviceCopy,
+                    Reason::NoCopyQueue,
+                    format!("{device:?} has no copy or compute queue group"),
+                )
             })?;
         let desc = sys::ze_command_queue_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,

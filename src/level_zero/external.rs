@@ -20,7 +20,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
 use super::{api, check, sys, L0Allocation, L0Context, L0Device};
-use crate::error::{Error, Path, Result};
+use crate::error::{Error, Path, Reason, Result};
 
 /// `ze_external_memory_type_flags_t`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -170,6 +170,7 @@ impl L0Context {
             if !ext.import.contains(ExternalMemoryTypes::DMA_BUF) {
                 return Err(Error::unsupported(
                     Path::DmaBuf,
+                    Reason::NoDmaBufImport,
                     format!("{device:?} cannot import dma-buf memory (import types {:?})", ext.import),
                 ));
             }
@@ -222,6 +223,7 @@ fn dma_buf_export_desc(device: L0Device) -> Result<sys::ze_external_memory_expor
     if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
         return Err(Error::unsupported(
             Path::DmaBuf,
+            Reason::NotExportable,
             format!("{device:?} cannot export dma-buf memory (export types {:?})", ext.export),
         ));
     }
@@ -259,7 +261,7 @@ impl L0Context {
     /// USM exports its pool's buffer: allocate exportable to get one of its own) and no shared USM.
     ///
     /// # Errors
-    /// [`Unsupported { path: DmaBuf }`](crate::ErrorKind::Unsupported) when the driver returns no
+    /// [`Unsupported { path: DmaBuf, reason: NotExportable }`](crate::ErrorKind::Unsupported) when the driver returns no
     /// fd; the driver's error for a pointer that is no allocation of this context.
     // As memory_properties: the driver looks the address up, never dereferences it.
     #[allow(clippy::not_unsafe_ptr_arg_deref)]
@@ -285,8 +287,10 @@ impl L0Context {
         let r = unsafe { api.zeMemGetAllocProperties(self.as_raw(), ptr, &mut props, &mut device) };
         check(r, "zeMemGetAllocProperties")?;
         if export.fd < 0 {
-            return Err(Error::unsupported(Path::DmaBuf, "the driver returned no fd for the export").explain(
-                "allocate the memory exportable (L0Context::alloc_host_exportable / alloc_device_exportable)",
+            return Err(Error::unsupported(
+                Path::DmaBuf,
+                Reason::NotExportable,
+                "the driver returned no fd for the export",
             ));
         }
         if driver_owns_fd {

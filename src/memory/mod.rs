@@ -22,7 +22,7 @@
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 
-use crate::error::{Error, Path, Result};
+use crate::error::{Error, Path, Reason, Result};
 use crate::level_zero::{self, L0Allocation};
 use crate::openvino::{KeepAlive, MemType};
 
@@ -243,6 +243,7 @@ impl sealed::Sealed for L0Allocation {
             let fd = self.export_dma_buf().map_err(|e| {
                 Error::unsupported(
                     Path::DmaBuf,
+                    Reason::NotExportable,
                     "Level Zero device memory reaches the NPU only as a dma-buf, and this allocation cannot be \
                      exported: allocate it with Context::alloc_device_exportable",
                 )
@@ -325,6 +326,7 @@ mod sycl_kinds {
             if !self.kind().is_host_accessible() {
                 return Err(Error::unsupported(
                     Path::CpuVa,
+                    Reason::NoHostAddress,
                     "SYCL device USM has no CPU address the NPU could import and no fd: use host or shared USM \
                      (CPU_VA) or SYCL exportable device memory (a dma-buf)",
                 ));

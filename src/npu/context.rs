@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::error::{Error, ErrorKind, Path, Result};
+use crate::error::{Error, Path, Reason, Result};
 use crate::level_zero::{self, ApiVersion, DeviceType, Driver, ExternalMemoryTypes, L0Device, INTEL_NPU_DRIVER_UUID};
 use crate::openvino::{CompiledModel, Core, RemoteContext};
 
@@ -57,7 +57,7 @@ impl NpuContext {
     /// The NPU context of the device `compiled` was compiled for.
     ///
     /// # Errors
-    /// [`Unsupported { path: Path::Npu }`](ErrorKind::Unsupported) when the model was compiled for
+    /// [`Unsupported { path: Path::Npu }`](crate::ErrorKind::Unsupported) when the model was compiled for
     /// another device (the message names it; OpenVINO's own error is its
     /// [`source`](std::error::Error::source)); Level Zero and OpenVINO errors otherwise.
     pub fn from_compiled_model(compiled: &CompiledModel) -> Result<NpuContext> {
@@ -65,12 +65,13 @@ impl NpuContext {
         let remote = compiled.context().map_err(|e| {
             Error::unsupported(
                 Path::Npu,
+                Reason::NotTheNpu,
                 format!(
-                    "the compiled model has no remote context, so it was not compiled for the NPU (execution devices: {})",
+                    "the compiled model has no remote context, so it was not compiled for the NPU (execution \
+                     devices: {}; OpenVINO said: {e})",
                     if device.is_empty() { "unknown".into() } else { device.clone() }
                 ),
             )
-            .explain(format!("compile it for \"NPU\" (OpenVINO said: {e})"))
             .with_source(e)
         })?;
         Self::from_remote_context(remote)
@@ -79,13 +80,14 @@ impl NpuContext {
     /// The NPU context of `core` (`core.default_context("NPU")`).
     ///
     /// # Errors
-    /// [`Unsupported { path: Path::Npu }`](ErrorKind::Unsupported) when the core has no NPU device
+    /// [`Unsupported { path: Path::Npu }`](crate::ErrorKind::Unsupported) when the core has no NPU device
     /// (the message lists the devices it has).
     pub fn from_core(core: &Core) -> Result<NpuContext> {
         let remote = core.default_context("NPU").map_err(|e| {
             let devices = core.available_devices().map(|d| d.join(", ")).unwrap_or_else(|_| "?".into());
             Error::unsupported(
                 Path::Npu,
+                Reason::NotTheNpu,
                 format!("OpenVINO has no NPU context (available devices: {devices}); OpenVINO said: {e}"),
             )
             .with_source(e)
@@ -96,19 +98,20 @@ impl NpuContext {
     /// Wraps an NPU remote context.
     ///
     /// # Errors
-    /// [`Unsupported { path: Path::Npu }`](ErrorKind::Unsupported) when `remote` is not an NPU
+    /// [`Unsupported { path: Path::Npu }`](crate::ErrorKind::Unsupported) when `remote` is not an NPU
     /// context or no Level Zero NPU driver owns its `L0_CONTEXT`.
     pub fn from_remote_context(remote: RemoteContext) -> Result<NpuContext> {
         let name = remote.device_name()?;
         if !name.starts_with("NPU") {
             return Err(Error::unsupported(
                 Path::Npu,
+                Reason::NotTheNpu,
                 format!("the remote context belongs to {name:?}, not to the NPU; use a model compiled for \"NPU\""),
             ));
         }
         let handle = remote.l0_context().map_err(|e| e.context("reading the NPU context's L0_CONTEXT"))?;
         if handle.is_null() {
-            return Err(Error::unsupported(Path::Npu, "the NPU context's L0_CONTEXT is null"));
+            return Err(Error::unsupported(Path::Npu, Reason::NotTheNpu, "the NPU context's L0_CONTEXT is null"));
         }
         let (driver, device) = find_npu_driver()?;
         // SAFETY: `handle` is the NPU plugin's ze_context_handle_t (L0_CONTEXT), created on the
@@ -119,6 +122,7 @@ impl NpuContext {
         l0.status().map_err(|e| {
             Error::unsupported(
                 Path::Npu,
+                Reason::NotTheNpu,
                 format!("the NPU context L0_CONTEXT {handle:p} is not usable on the NPU driver: {e}"),
             )
             .with_source(e)
@@ -212,11 +216,11 @@ fn find_npu_driver() -> Result<(Driver, L0Device)> {
             }
         }
     }
-    Err(Error::new(
-        ErrorKind::Unsupported { path: Path::Npu },
+    Err(Error::unsupported(
+        Path::Npu,
+        Reason::NotTheNpu,
         format!(
-            "the NPU path is not supported here: no Level Zero driver with Intel's NPU driver uuid and a VPU \
-             device (drivers seen: {})",
+            "no Level Zero driver with Intel's NPU driver uuid and a VPU device (drivers seen: {})",
             if seen.is_empty() { "none".into() } else { seen.join(", ") }
         ),
     ))

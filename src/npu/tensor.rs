@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::error::{Error, Path, Result};
+use crate::error::{Error, Path, Reason, Result};
 use crate::openvino::{
     BindableSealed, Element, ElementType, RemoteTensor, Shape, TensorBytes, TensorBytesMut, TensorData, TensorDataMut,
     TensorHandle,
@@ -168,12 +168,8 @@ impl NpuTensor {
             HostAccess::Exclusive(va) => Ok(va as *mut c_void),
             HostAccess::Shared => Err(Error::unsupported(
                 Path::HostView,
+                Reason::ExporterOwnsMemory,
                 "this tensor's memory stays its exporter's (a dma-buf fd, or device memory exported elsewhere)",
-            )
-            .explain(
-                "the exporter (or another fd of the buffer) can write the pages at any time, so a host view (a Rust \
-                 slice) of them could change under its reader. Read and write the data through the exporter \
-                 (L0Allocation::read/write, a SYCL queue); the next inference sees such writes without rebinding",
             )),
         }
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::imports::{self, DmaBufClaim};
 use super::tensor::{HostAccess, NpuTensor};
 use super::NpuContext;
-use crate::error::{Aligned, Error, ErrorKind, Path, Result};
+use crate::error::{Aligned, Error, ErrorKind, Path, Reason, Result};
 use crate::level_zero::{L0Allocation, MemoryType};
 use crate::memory::{fd_buffer, tensor_bytes, DmaBufFd, NpuMemory, Region, PAGE_SIZE};
 use crate::openvino::{ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorProperties, TensorType};
@@ -116,13 +116,8 @@ impl NpuContext {
         if memory.level_zero_context() == Some(self.level_zero_context().as_raw() as usize) {
             return Err(Error::unsupported(
                 Path::CpuVa,
+                Reason::PluginContextMemory,
                 "the allocation belongs to the NPU plugin's own Level Zero context",
-            )
-            .explain(
-                "OpenVINO's NPU plugin does not import memory of its own context: it reuses only allocations it \
-                     made itself (L0 host tensors, its earlier imports) and refuses others. Use \
-                     NpuContext::l0_host_tensor for memory of the plugin's context, or allocate in a GPU context and \
-                     export a dma-buf",
             ));
         }
         let byte_size = tensor_bytes(element_type, &shape)?;
@@ -228,15 +223,11 @@ impl NpuContext {
             let start = ptr as usize;
             if start > 0 && l0.memory_properties((start - 1) as *const c_void)?.id == known.id {
                 return Err(Error::unsupported(
-                    Path::CpuVa,
+                    Path::CpuVa, Reason::InsideNpuAllocation,
                     format!(
                         "{ptr:p} lies inside (not at the start of) an existing allocation of the NPU context ({:?}, id {})",
                         known.kind, known.id
                     ),
-                )
-                .explain(
-                    "OpenVINO's NPU plugin reuses such an allocation from its start and would silently use other \
-                     bytes. Pass the allocation's start, or use a separate page-aligned buffer",
                 ));
             }
             // The size is the driver's allocation size (the base it reports is an NPU address).
@@ -250,11 +241,11 @@ impl NpuContext {
             }
         } else {
             if !self.capabilities().sysmem_import {
-                return Err(Error::unsupported(Path::CpuVa, "the NPU driver cannot import system memory").explain(
+                return Err(Error::unsupported(
+                    Path::CpuVa,
+                    Reason::NoSystemMemoryImport,
                     format!(
-                        "its import types {:?} lack STANDARD_ALLOCATION: NPU 37xx (Meteor/Arrow Lake), or a kernel \
-                         without the userptr ioctl. Use a dma-buf tensor (zero-copy; from SYCL: DmaBuf), an L0 host \
-                         tensor, or a plain tensor (copied) instead",
+                        "the NPU driver cannot import system memory (import types {:?})",
                         self.capabilities().import_types
                     ),
                 ));
@@ -337,10 +328,14 @@ impl NpuContext {
     ) -> Result<Made> {
         let needed = tensor_bytes(element_type, &shape)?;
         if !self.capabilities().fd_import {
-            return Err(Error::unsupported(Path::DmaBuf, "the NPU driver cannot import dma-buf fds").explain(format!(
-                "its import types {:?} lack DMA_BUF; use CPU_VA or an L0 host tensor",
-                self.capabilities().import_types
-            )));
+            return Err(Error::unsupported(
+                Path::DmaBuf,
+                Reason::NoDmaBufImport,
+                format!(
+                    "the NPU driver cannot import dma-buf fds (import types {:?})",
+                    self.capabilities().import_types
+                ),
+            ));
         }
         if needed > byte_len {
             return Err(Error::size(
@@ -415,14 +410,12 @@ impl NpuContext {
 /// objects (`drm_memory_manager.cpp` `createAllocWithAlignment`, mmap of the DRM fd), which the
 /// NPU's kernel driver cannot pin (`pin_user_pages(FOLL_LONGTERM)` refuses `VM_PFNMAP|VM_IO`).
 fn gpu_usm_not_pinnable(kind: crate::memory::MemoryKind, cause: Error) -> Error {
-    Error::unsupported(Path::CpuVa, format!("the NPU driver could not import this {kind:?} memory as system memory"))
-        .explain(
-            "Intel's GPU driver maps host and shared USM from GPU buffer objects, which the NPU's kernel driver \
-             cannot pin. Zero-copy works with GPU memory handed over as a dma-buf (SYCL exportable device memory, \
-             a Level Zero exportable allocation: the dma-buf strategy, StrategyKind::DmaBuf, what Auto picks); CPU_VA works with ordinary \
-             page-aligned process memory (PageAlignedBuffer, the SharedSystem strategy) that SYCL copies into",
-        )
-        .with_source(cause)
+    Error::unsupported(
+        Path::CpuVa,
+        Reason::GpuUsmNotPinnable,
+        format!("the NPU driver could not import this {kind:?} memory as system memory"),
+    )
+    .with_source(cause)
 }
 
 /// The owner of pages the NPU imported (CPU_VA), dropped with the tensor after OpenVINO freed it.

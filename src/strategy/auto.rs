@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::request::shared_request;
 use super::{SharedRequest, SharedTensor, Strategy, StrategyKind};
-use crate::error::{Error, ErrorKind, Path, Result};
+use crate::error::{Error, ErrorKind, Path, Reason, Result};
 use crate::npu::NpuContext;
 use crate::openvino::{CompiledModel, ElementType, Shape, TensorType};
 use crate::sycl;
@@ -189,7 +189,11 @@ impl Auto {
         }
         let why: Vec<String> =
             attempts.iter().filter_map(|(k, r)| r.as_ref().err().map(|e| format!("{k}: {e}"))).collect();
-        Err(Error::unsupported(Path::Auto, "no SYCL ⇄ NPU sharing strategy works here").explain(why.join("; ")))
+        Err(Error::unsupported(
+            Path::Auto,
+            Reason::NoStrategy,
+            format!("no SYCL ⇄ NPU sharing strategy works here ({})", why.join("; ")),
+        ))
     }
 
     /// [`select`](Self::select) for the NPU context of `compiled` (a model compiled for the NPU)
@@ -203,12 +207,7 @@ impl Auto {
         let gpu = sycl::devices()?
             .into_iter()
             .find(|d| d.is_level_zero() && d.device_type == sycl::DeviceType::Gpu)
-            .ok_or_else(|| {
-                Error::unsupported(Path::Sycl, "SYCL lists no Level Zero GPU").explain(
-                    "every strategy shares memory of the iGPU's Level Zero driver; check ONEAPI_DEVICE_SELECTOR and \
-                     that the GPU's Level Zero driver is installed (npu-sycl-doctor shows what is found)",
-                )
-            })?;
+            .ok_or_else(|| Error::unsupported(Path::Sycl, Reason::NoLevelZeroGpu, "SYCL lists no Level Zero GPU"))?;
         let context = sycl::SyclContext::new(&gpu)?;
         Self::select(&npu, &context, &gpu)
     }
@@ -314,8 +313,11 @@ impl Auto {
             }
         }
         let why: Vec<String> = passed_over.iter().map(|(k, e)| format!("{k}: {e}")).collect();
-        Err(Error::unsupported(Path::Auto, format!("no strategy serves a {element_type} tensor of shape {shape}"))
-            .explain(why.join("; ")))
+        Err(Error::unsupported(
+            Path::Auto,
+            Reason::NoStrategy,
+            format!("no strategy serves a {element_type} tensor of shape {shape} ({})", why.join("; ")),
+        ))
     }
 }
 

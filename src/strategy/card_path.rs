@@ -39,7 +39,7 @@
 
 use std::sync::Arc;
 
-use crate::error::{Error, Path, Result};
+use crate::error::{Error, Path, Reason, Result};
 use crate::level_zero;
 use crate::npu::NpuContext;
 use crate::sycl::{self, DeviceType, Platform};
@@ -62,15 +62,13 @@ pub(super) fn open(
     if devices.is_empty() {
         return Err(Error::unsupported(
             Path::CardPath,
+            Reason::NoLevelZeroGpu,
             format!(
-                "SYCL platform '{}' wraps the context's Level Zero driver but lists no GPU device of it",
-                platform.name
+                "SYCL platform '{}' wraps the context's Level Zero driver ({:p}) but lists no GPU device of it",
+                platform.name,
+                driver.as_raw()
             ),
-        )
-        .explain(format!(
-            "driver {:p}; use the dma-buf strategy or the CPU_VA strategy with a SYCL context of your GPU instead",
-            driver.as_raw()
-        )));
+        ));
     }
     let context = sycl::SyclContext::from_level_zero_context(l0_context, &devices)
         .map_err(|e| e.context("card path: make_context(keep) from the Level Zero context"))?;
@@ -87,14 +85,9 @@ fn no_sycl_platform(l0_context: &level_zero::L0Context, npu: &NpuContext) -> Err
     } else {
         "the Level Zero context belongs to a driver"
     };
-    Error::unsupported(Path::CardPath, format!("{whose} ({driver:p}), and no SYCL platform wraps that driver")).explain(
-        "DPC++ builds SYCL platforms only from Level Zero drivers that have a GPU device, so the NPU's driver is \
-         never a SYCL platform and no SYCL device matches its context; a SYCL context of one driver with devices \
-         of another is invalid (make_context: UR adapter v2 throws UR_RESULT_ERROR_INVALID_ARGUMENT, v1 fails \
-         later: malloc_shared returns null and teardown crashes). Use the strategy that works on every laptop \
-         generation: dma-buf (DmaBuf: SYCL exportable device memory -> dma-buf fd -> NPU SHARED_BUF, what Intel \
-         recommends on Linux), or the NPU→SYCL copy (NpuToSycl), or let Auto choose. CPU_VA (CpuVa) of SYCL \
-         host/shared USM does not work: the NPU cannot pin the GPU driver's USM; CPU_VA of page-aligned process \
-         memory does on NPU 40xx+ (the SharedSystem strategy, or NpuContext::import of a PageAlignedBuffer)",
+    Error::unsupported(
+        Path::CardPath,
+        Reason::NoSyclPlatform,
+        format!("{whose} ({driver:p}), and no SYCL platform wraps that driver"),
     )
 }

@@ -90,7 +90,7 @@ pub use self::auto::{Auto, AutoDecision, TensorDecision};
 pub use self::request::SharedRequest;
 pub use self::shared_tensor::{PendingSycl, SharedTensor};
 
-use crate::error::{Aligned, Error, Path, Result};
+use crate::error::{Aligned, Error, Path, Reason, Result};
 use crate::level_zero;
 use crate::memory::{round_up_to_page, tensor_bytes, PageAlignedBuffer, PAGE_SIZE};
 use crate::npu::{NpuContext, NpuTensor};
@@ -195,9 +195,11 @@ impl Strategy {
             StrategyKind::CpuVa => Self::cpu_va(npu, context, device, UsmKind::Host),
             StrategyKind::DmaBuf => {
                 if !npu.capabilities().fd_import {
-                    return Err(Error::unsupported(Path::DmaBuf, "the NPU driver cannot import dma-buf fds").explain(
+                    return Err(Error::unsupported(
+                        Path::DmaBuf,
+                        Reason::NoDmaBufImport,
                         format!(
-                            "its import types {:?} lack DMA_BUF; use the CPU_VA strategy (CpuVa) or the NPU→SYCL copy (NpuToSycl)",
+                            "the NPU driver cannot import dma-buf fds (import types {:?})",
                             npu.capabilities().import_types
                         ),
                     ));
@@ -356,8 +358,7 @@ impl Strategy {
                 // export (SHARED_BUF), SYCL another: three mappings of one buffer. The plugin's own
                 // tensors cannot be exported: it allocates them without an export descriptor.
                 let unsupported = |what: &str, e: Error| {
-                    Error::unsupported(Path::NpuToSyclZeroCopy, what.to_string())
-                        .explain("use the dma-buf strategy (SYCL memory imported by the NPU) or the NPU→SYCL copy")
+                    Error::unsupported(Path::NpuToSyclZeroCopy, Reason::NpuExportFailed, what.to_string())
                         .with_source(e)
                 };
                 let own = self.npu.export_context()?;
@@ -368,12 +369,12 @@ impl Strategy {
                     mem.export_dma_buf().map_err(|e| unsupported("the NPU driver did not export its memory", e))?;
                 let tensor = self.npu.import(crate::memory::NpuExportable(mem), element_type, shape, tensor_type)?;
                 let imported = sycl::ImportedMemory::import_dma_buf(context, &self.device, fd, len).map_err(|e| {
-                    Error::unsupported(Path::NpuToSyclZeroCopy, "SYCL could not import the NPU's dma-buf")
-                        .explain(
-                            "the GPU driver refused the NPU driver's dma-buf (external_memory import); use the \
-                             dma-buf strategy (SYCL memory imported by the NPU) or the NPU→SYCL copy",
-                        )
-                        .with_source(e)
+                    Error::unsupported(
+                        Path::NpuToSyclZeroCopy,
+                        Reason::SyclImportRefused,
+                        "SYCL could not import the NPU's dma-buf",
+                    )
+                    .with_source(e)
                 })?;
                 Ok(SharedTensor::over_imported(self.kind, &self.queue, tensor, imported))
             }
@@ -430,6 +431,7 @@ impl Strategy {
         if seen != down {
             return Err(Error::unsupported(
                 kind.path(),
+                Reason::ProbeMismatch,
                 format!(
                     "the {kind} probe failed: bytes written through SYCL are not what the NPU's mapping of the same \
                      tensor shows (first difference at byte {})",
@@ -446,6 +448,7 @@ impl Strategy {
         if back != up {
             return Err(Error::unsupported(
                 kind.path(),
+                Reason::ProbeMismatch,
                 format!(
                     "the {kind} probe failed: bytes written through the NPU's mapping are not what SYCL reads \
                      (first difference at byte {})",
@@ -474,30 +477,23 @@ pub(crate) fn sizes(element_type: ElementType, shape: &Shape) -> Result<(usize, 
 const PROBE_SHAPE: [usize; 1] = [PAGE_SIZE];
 
 fn no_sysmem_import(path: Path, npu: &NpuContext) -> Error {
-    Error::unsupported(path, "the NPU driver cannot import system memory").explain(format!(
-        "its import types {:?} lack STANDARD_ALLOCATION: NPU 37xx (Meteor/Arrow Lake), or a kernel without the \
-         userptr ioctl; use the dma-buf strategy (DmaBuf) or the NPU→SYCL copy (NpuToSycl)",
-        npu.capabilities().import_types
-    ))
+    Error::unsupported(
+        path,
+        Reason::NoSystemMemoryImport,
+        format!("the NPU driver cannot import system memory (import types {:?})", npu.capabilities().import_types),
+    )
 }
 
 /// `NpuToSycl` memory is the NPU plugin's, not SYCL's.
 fn not_sycl_memory() -> Error {
-    Error::unsupported(Path::NpuToSyclZeroCopy, "NPU-allocated memory is not SYCL memory").explain(
-        "the NPU plugin's L0 host allocation belongs to the NPU's Level Zero driver, and SYCL's GPU driver sees \
-         it as a foreign pointer (get_pointer_type: unknown), so SYCL kernels cannot use it. A SYCL memcpy can \
-         still read and write it as plain host memory (a CPU copy): use SharedTensor::copy_from / copy_to / \
-         write / read. For zero-copy, have the NPU driver export its memory to SYCL (NpuExport), or let SYCL \
-         allocate and the NPU import: the dma-buf strategy (DmaBuf) or CPU_VA (CpuVa)",
-    )
+    Error::unsupported(Path::NpuToSyclZeroCopy, Reason::NotSyclMemory, "NPU-allocated memory is not SYCL memory")
 }
 
 /// The error for kernel-visible access to `SharedSystem` pages on a device without shared-system USM.
 fn shared_system_not_reached() -> Error {
-    Error::unsupported(Path::SharedSystem, "this SYCL device does not reach ordinary process memory directly").explain(
-        "it has no aspect::usm_system_allocations: the GPU reports no shared-system USM, as on Meteor/Arrow Lake \
-         and on Xe2+ without a kernel that mirrors CPU page tables, so SYCL kernels cannot use these pages. SYCL \
-         memcpys still reach them: use SharedTensor::write / read / copy_from / copy_to. For zero-copy on the \
-         SYCL side use the dma-buf strategy (DmaBuf)",
+    Error::unsupported(
+        Path::SharedSystem,
+        Reason::NoSharedSystemUsm,
+        "this SYCL device does not reach ordinary process memory directly",
     )
 }

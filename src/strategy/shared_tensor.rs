@@ -214,7 +214,7 @@ impl SharedTensor {
     /// ```
     ///
     /// # Errors
-    /// [`Unsupported { path: NpuToSyclZeroCopy }`](crate::ErrorKind::Unsupported) for `NpuToSycl`
+    /// [`Unsupported { path: NpuToSyclZeroCopy, reason: NotSyclMemory }`](crate::ErrorKind::Unsupported) for `NpuToSycl`
     /// tensors (the memory is not SYCL memory; use [`copy_from`](Self::copy_from) /
     /// [`copy_to`](Self::copy_to)); [`Busy`](crate::ErrorKind::Busy) while an
     /// inference uses the tensor or a view of it is alive.

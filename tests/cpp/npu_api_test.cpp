@@ -64,12 +64,22 @@ std::optional<nsb::Error> error_of(const std::string& what, const std::function<
   return std::nullopt;
 }
 
-void expect_error(const std::string& what, nsb::ErrorKind kind, nsb::SharingPath path, const std::function<void()>& f) {
+// The error `f` throws has `kind`, `path` and `reason` (none but for unsupported errors, which also explain).
+void expect_error(const std::string& what, nsb::ErrorKind kind, nsb::SharingPath path, nsb::Reason reason,
+                  const std::function<void()>& f) {
   if (auto e = error_of(what, f)) {
-    check(e->kind() == kind && e->path() == path,
-          what + ": " + nsb::to_string(e->kind()) + "/" + nsb::to_string(e->path()) + " (want " + nsb::to_string(kind) +
-              "/" + nsb::to_string(path) + "): " + e->what());
+    check(e->kind() == kind && e->path() == path && e->reason() == reason,
+          what + ": " + nsb::to_string(e->kind()) + "/" + nsb::to_string(e->path()) + "/" + nsb::to_string(e->reason()) +
+              " (want " + nsb::to_string(kind) + "/" + nsb::to_string(path) + "/" + nsb::to_string(reason) +
+              "): " + e->what());
+    if (kind == nsb::ErrorKind::unsupported) {
+      check(!e->explanation().empty(), what + ": an unsupported error carries its reason's explanation");
+    }
   }
+}
+
+void expect_error(const std::string& what, nsb::ErrorKind kind, nsb::SharingPath path, const std::function<void()>& f) {
+  expect_error(what, kind, path, nsb::Reason::none, f);
 }
 
 std::size_t open_fds() {
@@ -144,8 +154,12 @@ void strategies() {
     try {
       s.emplace(npu, kind);
     } catch (const nsb::Error& e) {
-      check(e.kind() == nsb::ErrorKind::unsupported && e.path() == path_of(kind) && !e.explanation().empty(),
-            name + ": refused as unsupported on its own path, with an explanation: " + e.what());
+      check(e.kind() == nsb::ErrorKind::unsupported && e.path() == path_of(kind) && !e.explanation().empty() &&
+                e.reason() != nsb::Reason::none && std::string(nsb::to_string(e.reason())) != "unknown",
+            name + ": refused as unsupported on its own path, with a reason and its explanation: " + e.what());
+      if (kind == nsb::StrategyKind::card_path) {
+        check(e.reason() == nsb::Reason::no_sycl_platform, name + ": no SYCL platform wraps the NPU's driver");
+      }
       continue;
     }
     check(kind != nsb::StrategyKind::card_path, name + ": the card path never works on stock DPC++");
@@ -238,7 +252,7 @@ void imports() {
       check(released == 1, "import_host: released exactly once");
     } else {
       expect_error("import_host without system memory import", nsb::ErrorKind::unsupported, nsb::SharingPath::cpu_va,
-                   [&] { npu.import_host({p, kBytes, release}, ov::element::f32, f.compiled.input().get_shape()); });
+                   nsb::Reason::no_system_memory_import, [&] { npu.import_host({p, kBytes, release}, ov::element::f32, f.compiled.input().get_shape()); });
       check(released == 1, "import_host: released exactly once when refused");
     }
   }
@@ -247,7 +261,8 @@ void imports() {
     char* p = static_cast<char*>(std::aligned_alloc(4096, 2 * kBytes));
     auto shape = f.compiled.input().get_shape();
     expect_error("import_host of a misaligned pointer", sysmem ? nsb::ErrorKind::alignment : nsb::ErrorKind::unsupported,
-                 sysmem ? nsb::SharingPath::none : nsb::SharingPath::cpu_va, [&] {
+                 sysmem ? nsb::SharingPath::none : nsb::SharingPath::cpu_va,
+                 sysmem ? nsb::Reason::none : nsb::Reason::no_system_memory_import, [&] {
                    npu.import_host({p + 64, kBytes, [&, p] { std::free(p); ++released; }}, ov::element::f32, shape);
                  });
     check(released == 1, "import_host: a refused import is released once");
@@ -275,7 +290,17 @@ void errors() {
   Fixture f;
   auto cpu = f.core.compile_model(f.model, "CPU");
   expect_error("Npu of a model compiled for the CPU", nsb::ErrorKind::unsupported, nsb::SharingPath::npu,
-               [&] { nsb::Npu npu(cpu, f.queue); });
+               nsb::Reason::not_the_npu, [&] { nsb::Npu npu(cpu, f.queue); });
+  // The names are the Rust crate's; values C++ makes up are named "unknown", not misread.
+  check(std::string(nsb::to_string(nsb::ErrorKind::busy)) == "busy" &&
+            std::string(nsb::to_string(nsb::SharingPath::automatic)) == "auto" &&
+            std::string(nsb::to_string(nsb::Reason::no_sycl_platform)) == "no_sycl_platform" &&
+            std::string(nsb::to_string(nsb::StrategyKind::npu_to_sycl)) == "NPU→SYCL copy",
+        "to_string gives the crate's names");
+  check(std::string(nsb::to_string(static_cast<nsb::Reason>(200))) == "unknown" &&
+            std::string(nsb::to_string(static_cast<nsb::ErrorKind>(200))) == "unknown" &&
+            std::string(nsb::to_string(static_cast<nsb::StrategyKind>(200))) == "unknown",
+        "to_string of a value that is not one");
   nsb::Npu npu(f.compiled, f.queue);
   auto s = nsb::Strategy(npu, nsb::StrategyKind::dma_buf);
   expect_error("a tensor of a dynamic shape", nsb::ErrorKind::shape, nsb::SharingPath::none, [&] {

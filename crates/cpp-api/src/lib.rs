@@ -7,11 +7,17 @@
 //! ([`npu_sycl_bridge::openvino::ExternalContext`]), and wraps each Rust result in a move-only
 //! C++ class.
 //!
-//! Both directions go through the one cxx bridge below. Errors cross as [`CppError`], whose text
-//! the C++ half turns back into `npu_sycl_bridge::Error` with the same kind and path; a panic is
-//! caught at the bridge and crosses as an `internal` error.
+//! Both directions go through the one cxx bridge below; the value types it shares with the
+//! program (error kinds, paths, reasons, strategy kinds, tensor types, pool records) are the cxx
+//! shared types of [`types`], whose generated header `npu.hpp` includes. A failed call records
+//! its error as one `BridgeError` for its thread, which the C++ half takes (`take_error`) and
+//! throws as `npu_sycl_bridge::Error`; a panic is caught at the bridge and crosses as an
+//! `internal` error.
+
+pub mod types;
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -31,19 +37,23 @@ use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, ExportableDeviceMemory, Queue};
 use npu_sycl_bridge::{Error, ErrorKind, Path};
 
+use crate::types::{Reason, SharingPath};
+
 #[cxx::bridge(namespace = "npu_sycl_bridge::detail")]
 mod ffi {
+    /// A failed call's error, taken by the C++ half right after the call threw.
+    struct BridgeError {
+        kind: ErrorKind,
+        path: SharingPath,
+        reason: Reason,
+        message: String,
+        explanation: String,
+    }
+
     /// One parameter of a remote context or tensor, as OpenVINO prints it.
     struct Param {
         key: String,
         value: String,
-    }
-
-    /// What a pool's trim released (the C++ `PoolTrimmed`).
-    struct PoolTrimmed {
-        imports: usize,
-        buffers: usize,
-        bytes: usize,
     }
 
     /// Memory the program owns: its address, size and release callback.
@@ -51,6 +61,18 @@ mod ffi {
         data: usize,
         bytes: usize,
         release: UniquePtr<Releaser>,
+    }
+
+    #[namespace = "npu_sycl_bridge"]
+    extern "C++" {
+        include!("npu_sycl_bridge/types.hpp");
+        type ErrorKind = crate::types::ErrorKind;
+        type SharingPath = crate::types::SharingPath;
+        type Reason = crate::types::Reason;
+        type StrategyKind = crate::types::StrategyKind;
+        type TensorType = crate::types::TensorType;
+        type PoolStats = crate::types::PoolStats;
+        type PoolTrimmed = crate::types::PoolTrimmed;
     }
 
     unsafe extern "C++" {
@@ -103,20 +125,26 @@ mod ffi {
             sycl_device: usize,
         ) -> Result<Box<NpuState>>;
         fn npu_describe(npu: &NpuState) -> String;
-        /// The crate's names, for the C++ `to_string` of a path and a strategy.
-        fn path_name(code: u8) -> &'static str;
-        fn strategy_name(code: u8) -> &'static str;
+        /// The error of the last call of this thread that failed (taken once).
+        fn take_error() -> BridgeError;
+        /// The crate's `Unsupported` error for `path` and `reason`, for checks made in C++.
+        fn unsupported_error(path: SharingPath, reason: Reason, detail: &str) -> BridgeError;
+        /// The names the C++ `to_string`s return.
+        fn error_kind_name(kind: ErrorKind) -> &'static str;
+        fn path_name(path: SharingPath) -> &'static str;
+        fn reason_name(reason: Reason) -> &'static str;
+        fn strategy_name(kind: StrategyKind) -> &'static str;
 
         fn strategy_auto(npu: &NpuState) -> Result<Box<StrategyState>>;
-        fn strategy_new(npu: &NpuState, kind: u8) -> Result<Box<StrategyState>>;
-        fn strategy_kind(strategy: &StrategyState) -> u8;
+        fn strategy_new(npu: &NpuState, kind: StrategyKind) -> Result<Box<StrategyState>>;
+        fn strategy_kind(strategy: &StrategyState) -> StrategyKind;
         fn strategy_zero_copy(strategy: &StrategyState) -> bool;
         fn strategy_decision(strategy: &StrategyState) -> String;
         fn strategy_tensor(
             strategy: &StrategyState,
             element_type: &str,
             shape: &[usize],
-            tensor_type: u8,
+            tensor_type: TensorType,
         ) -> Result<Box<TensorState>>;
 
         /// Unsafe: `buffer` is memory the program owns, valid until its release callback runs.
@@ -125,7 +153,7 @@ mod ffi {
             buffer: ProgramBuffer,
             element_type: &str,
             shape: &[usize],
-            tensor_type: u8,
+            tensor_type: TensorType,
         ) -> Result<Box<TensorState>>;
         /// Unsafe: as `npu_import_host`, for exportable device memory of the program's SYCL context.
         unsafe fn npu_import_sycl(
@@ -133,7 +161,7 @@ mod ffi {
             buffer: ProgramBuffer,
             element_type: &str,
             shape: &[usize],
-            tensor_type: u8,
+            tensor_type: TensorType,
         ) -> Result<Box<TensorState>>;
         /// Unsafe: `fd` is an open fd the call takes (closed once, on error too).
         unsafe fn npu_import_dma_buf(
@@ -141,14 +169,16 @@ mod ffi {
             fd: i32,
             element_type: &str,
             shape: &[usize],
-            tensor_type: u8,
+            tensor_type: TensorType,
         ) -> Result<Box<TensorState>>;
 
         fn tensor_remote(tensor: &TensorState) -> &OvTensor;
         fn tensor_data(tensor: &TensorState) -> usize;
         fn tensor_byte_size_of(tensor: &TensorState) -> usize;
-        /// The strategy kind, or 255 for imported memory without a SYCL side.
-        fn tensor_kind(tensor: &TensorState) -> u8;
+        /// Whether it has a SYCL side (a strategy's tensor, or imported SYCL memory).
+        fn tensor_has_sycl(tensor: &TensorState) -> bool;
+        /// The strategy kind of a tensor with a SYCL side.
+        fn tensor_kind(tensor: &TensorState) -> Result<StrategyKind>;
         fn tensor_zero_copy(tensor: &TensorState) -> bool;
         fn tensor_read_only(tensor: &TensorState) -> bool;
         /// The binding rules of the Rust `InferRequest` for a port of `element_type` and (when
@@ -177,82 +207,90 @@ mod ffi {
             allocator: UniquePtr<Allocator>,
         ) -> Box<PoolState>;
         fn pool_tensor(pool: &PoolState, element_type: &str, shape: &[usize]) -> Result<Box<TensorState>>;
-        fn pool_stats(pool: &PoolState) -> Vec<usize>;
+        fn pool_stats(pool: &PoolState) -> PoolStats;
         fn pool_trim(pool: &PoolState) -> PoolTrimmed;
     }
 }
 
 // ---- errors ----------------------------------------------------------------------------------
 
-/// An error crossing into C++. Its text is `kind ␟ path ␟ message ␟ explanation` (U+001F between
-/// the fields), which `cpp/npu_api.cpp` parses back into `npu_sycl_bridge::Error`; the numbers are
-/// the C++ `ErrorKind` and `SharingPath` values.
+/// What cxx sees of a failed call: the message (its `what()`). The error itself waits in
+/// `LAST_ERROR` for the C++ half's `take_error`.
 #[derive(Debug)]
-pub struct CppError {
-    kind: u8,
-    path: u8,
-    message: String,
-    explanation: String,
-}
+pub struct CppError(String);
 
 impl fmt::Display for CppError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}\u{1f}{}\u{1f}{}\u{1f}{}", self.kind, self.path, self.message, self.explanation)
+        f.write_str(&self.0)
     }
 }
 
-/// `ErrorKind::internal`: a panic caught at the bridge.
-const INTERNAL: u8 = 12;
-
-/// The C++ `SharingPath` value of each path (`none` is 0).
-const PATH_CODES: [(Path, u8); 11] = [
-    (Path::CardPath, 1),
-    (Path::DmaBuf, 2),
-    (Path::CpuVa, 3),
-    (Path::SharedSystem, 4),
-    (Path::NpuToSycl, 5),
-    (Path::NpuToSyclZeroCopy, 6),
-    (Path::HostView, 7),
-    (Path::Auto, 8),
-    (Path::Npu, 9),
-    (Path::Sycl, 10),
-    (Path::DeviceCopy, 11),
-];
-
-fn path_code(path: Path) -> u8 {
-    PATH_CODES.iter().find(|(p, _)| *p == path).map_or(0, |(_, code)| *code)
+thread_local! {
+    /// The error of this thread's last failed call: the C++ half catches the exception cxx throws
+    /// for it on the same thread, right after the call, and takes it.
+    static LAST_ERROR: RefCell<Option<ffi::BridgeError>> = const { RefCell::new(None) };
 }
 
-/// The crate's name of the C++ `SharingPath` value `code` (what its messages say).
-fn path_name(code: u8) -> &'static str {
-    PATH_CODES.iter().find(|(_, c)| *c == code).map_or("none", |(p, _)| p.as_str())
+/// Records `record` for `take_error` and gives cxx its message.
+fn fail(record: ffi::BridgeError) -> CppError {
+    let message = record.message.clone();
+    LAST_ERROR.with(|e| *e.borrow_mut() = Some(record));
+    CppError(message)
 }
 
-/// The crate's name of the C++ `StrategyKind` value `code` (what `Auto`'s report says).
-fn strategy_name(code: u8) -> &'static str {
-    strategy_kind_from(code).map_or("unknown", StrategyKind::as_str)
+/// The record of `e` as C++ sees it.
+fn record(e: &Error) -> ffi::BridgeError {
+    let (path, reason) = match e.kind() {
+        ErrorKind::Unsupported { path, reason } => (SharingPath::from(*path), Reason::from(*reason)),
+        _ => (SharingPath::none, Reason::none),
+    };
+    ffi::BridgeError {
+        kind: types::ErrorKind::from(e.kind()),
+        path,
+        reason,
+        message: e.to_string(),
+        explanation: e.explanation().unwrap_or_default().to_string(),
+    }
 }
 
 impl From<Error> for CppError {
     fn from(e: Error) -> Self {
-        let (kind, path) = match e.kind() {
-            ErrorKind::OpenVino { .. } => (0, 0),
-            ErrorKind::LevelZero { .. } => (1, 0),
-            ErrorKind::Alignment { .. } => (2, 0),
-            ErrorKind::Size { .. } => (3, 0),
-            ErrorKind::Shape => (4, 0),
-            ErrorKind::ElementType => (5, 0),
-            ErrorKind::Unsupported { path } => (6, path_code(*path)),
-            ErrorKind::Sycl => (7, 0),
-            ErrorKind::Library => (8, 0),
-            ErrorKind::InvalidArgument => (9, 0),
-            ErrorKind::Io => (10, 0),
-            ErrorKind::Exhausted => (11, 0),
-            ErrorKind::Busy => (13, 0),
-            _ => (INTERNAL, 0),
-        };
-        CppError { kind, path, message: e.to_string(), explanation: e.explanation().unwrap_or_default().to_string() }
+        fail(record(&e))
     }
+}
+
+fn take_error() -> ffi::BridgeError {
+    LAST_ERROR.with(|e| e.borrow_mut().take()).unwrap_or_else(|| ffi::BridgeError {
+        kind: types::ErrorKind::internal,
+        path: SharingPath::none,
+        reason: Reason::none,
+        message: "the bridge recorded no error for a call that failed".into(),
+        explanation: String::new(),
+    })
+}
+
+fn unsupported_error(path: SharingPath, reason: Reason, detail: &str) -> ffi::BridgeError {
+    let error = match (path.to_rust(), reason.to_rust()) {
+        (Some(path), Some(reason)) => Error::unsupported(path, reason, detail),
+        _ => Error::invalid_argument(format!("no such path {} or reason {}: {detail}", path.repr, reason.repr)),
+    };
+    record(&error)
+}
+
+fn error_kind_name(kind: types::ErrorKind) -> &'static str {
+    kind.name()
+}
+
+fn path_name(path: SharingPath) -> &'static str {
+    path.name()
+}
+
+fn reason_name(reason: Reason) -> &'static str {
+    reason.name()
+}
+
+fn strategy_name(kind: types::StrategyKind) -> &'static str {
+    kind.to_rust().map_or("unknown", StrategyKind::as_str)
 }
 
 type CppResult<T> = Result<T, CppError>;
@@ -267,12 +305,13 @@ fn guard<T>(what: &str, f: impl FnOnce() -> npu_sycl_bridge::Result<T>) -> CppRe
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            Err(CppError {
-                kind: INTERNAL,
-                path: 0,
+            Err(fail(ffi::BridgeError {
+                kind: types::ErrorKind::internal,
+                path: SharingPath::none,
+                reason: Reason::none,
                 message: format!("{what}: internal error (a panic in the bridge): {why}"),
                 explanation: String::new(),
-            })
+            }))
         }
     }
 }
@@ -444,30 +483,14 @@ fn element(name: &str) -> npu_sycl_bridge::Result<ElementType> {
     ElementType::from_name(name).ok_or_else(|| Error::element_type(format!("unknown element type {name:?}")))
 }
 
-fn tensor_type(code: u8) -> npu_sycl_bridge::Result<TensorType> {
-    match code {
-        0 => Ok(TensorType::Input),
-        1 => Ok(TensorType::Output),
-        2 => Ok(TensorType::Binded),
-        _ => Err(Error::invalid_argument(format!("tensor type {code} is not input (0), output (1) or binded (2)"))),
-    }
+fn tensor_type(t: types::TensorType) -> npu_sycl_bridge::Result<TensorType> {
+    t.to_rust().ok_or_else(|| Error::invalid_argument(format!("tensor type {} is not input, output or binded", t.repr)))
 }
 
-fn strategy_kind_from(code: u8) -> npu_sycl_bridge::Result<StrategyKind> {
-    StrategyKind::ALL.into_iter().find(|k| kind_code(*k) == code).ok_or_else(|| {
-        Error::invalid_argument(format!("strategy kind {code} is not one of the C++ StrategyKind values"))
+fn strategy_kind_from(kind: types::StrategyKind) -> npu_sycl_bridge::Result<StrategyKind> {
+    kind.to_rust().ok_or_else(|| {
+        Error::invalid_argument(format!("strategy kind {} is not one of the C++ StrategyKind values", kind.repr))
     })
-}
-
-fn kind_code(kind: StrategyKind) -> u8 {
-    match kind {
-        StrategyKind::CardPath => 0,
-        StrategyKind::DmaBuf => 1,
-        StrategyKind::CpuVa => 2,
-        StrategyKind::SharedSystem => 3,
-        StrategyKind::NpuExport => 4,
-        StrategyKind::NpuToSycl => 5,
-    }
 }
 
 unsafe fn npu_open(
@@ -485,9 +508,10 @@ unsafe fn npu_open(
             .find(|d| d.native_device().map(|h| h as usize) == Some(sycl_device))
             .cloned()
             .ok_or_else(|| {
-                Error::unsupported(Path::Sycl, "the queue's device is not a Level Zero device of its context").explain(
-                    "every strategy shares memory of the iGPU's Level Zero driver: make the queue on the Level Zero \
-                     GPU (ONEAPI_DEVICE_SELECTOR=level_zero:gpu; npu-sycl-doctor shows what is found)",
+                Error::unsupported(
+                    Path::Sycl,
+                    npu_sycl_bridge::Reason::NoLevelZeroGpu,
+                    "the queue's device is not a Level Zero device of its context",
                 )
             })?;
         let queue = Arc::new(Queue::new(&context, &device)?);
@@ -515,15 +539,15 @@ fn strategy_auto(npu: &NpuState) -> CppResult<Box<StrategyState>> {
     })
 }
 
-fn strategy_new(npu: &NpuState, kind: u8) -> CppResult<Box<StrategyState>> {
+fn strategy_new(npu: &NpuState, kind: types::StrategyKind) -> CppResult<Box<StrategyState>> {
     guard("npu_sycl_bridge::Strategy", || {
         let strategy = Strategy::new(strategy_kind_from(kind)?, &npu.npu, &npu.context, &npu.device)?;
         Ok(Box::new(StrategyState::Fixed(strategy)))
     })
 }
 
-fn strategy_kind(strategy: &StrategyState) -> u8 {
-    kind_code(strategy.strategy().kind())
+fn strategy_kind(strategy: &StrategyState) -> types::StrategyKind {
+    strategy.strategy().kind().into()
 }
 
 fn strategy_zero_copy(strategy: &StrategyState) -> bool {
@@ -541,7 +565,7 @@ fn strategy_tensor(
     strategy: &StrategyState,
     element_type: &str,
     shape: &[usize],
-    tensor_type_code: u8,
+    tensor_type_code: types::TensorType,
 ) -> CppResult<Box<TensorState>> {
     guard("npu_sycl_bridge::Strategy::tensor", || {
         let (element_type, tensor_type) = (element(element_type)?, tensor_type(tensor_type_code)?);
@@ -558,7 +582,7 @@ unsafe fn npu_import_host(
     buffer: ffi::ProgramBuffer,
     element_type: &str,
     shape: &[usize],
-    tensor_type_code: u8,
+    tensor_type_code: types::TensorType,
 ) -> CppResult<Box<TensorState>> {
     guard("npu_sycl_bridge::Npu::import", || {
         let (data, bytes) = (buffer.data, buffer.bytes);
@@ -575,7 +599,7 @@ unsafe fn npu_import_sycl(
     buffer: ffi::ProgramBuffer,
     element_type: &str,
     shape: &[usize],
-    tensor_type_code: u8,
+    tensor_type_code: types::TensorType,
 ) -> CppResult<Box<TensorState>> {
     guard("npu_sycl_bridge::Npu::import", || {
         // SAFETY: exportable device memory of the program's context, valid until its release runs.
@@ -590,7 +614,7 @@ unsafe fn npu_import_dma_buf(
     fd: i32,
     element_type: &str,
     shape: &[usize],
-    tensor_type_code: u8,
+    tensor_type_code: types::TensorType,
 ) -> CppResult<Box<TensorState>> {
     guard("npu_sycl_bridge::Npu::import_dma_buf", || {
         if fd < 0 {
@@ -635,11 +659,15 @@ fn tensor_byte_size_of(tensor: &TensorState) -> usize {
     }
 }
 
-fn tensor_kind(tensor: &TensorState) -> u8 {
-    match tensor {
-        TensorState::Shared(t) => kind_code(t.kind()),
-        TensorState::Imported { .. } => 255,
-    }
+fn tensor_has_sycl(tensor: &TensorState) -> bool {
+    matches!(tensor, TensorState::Shared(_))
+}
+
+fn tensor_kind(tensor: &TensorState) -> CppResult<types::StrategyKind> {
+    guard("npu_sycl_bridge::SharedTensor::kind", || match tensor {
+        TensorState::Shared(t) => Ok(t.kind().into()),
+        TensorState::Imported { .. } => Err(no_sycl_side()),
+    })
 }
 
 fn tensor_zero_copy(tensor: &TensorState) -> bool {
@@ -764,19 +792,18 @@ fn pool_tensor(pool: &PoolState, element_type: &str, shape: &[usize]) -> CppResu
     })
 }
 
-/// `[buffers, bytes, allocations, imports, hits, misses, in_use]`.
-fn pool_stats(pool: &PoolState) -> Vec<usize> {
-    let s = match pool {
+fn pool_stats(pool: &PoolState) -> types::PoolStats {
+    match pool {
         PoolState::Sycl { pool, .. } => pool.stats(),
         PoolState::Host(pool) => pool.stats(),
-    };
-    vec![s.buffers, s.bytes, s.allocations as usize, s.imports as usize, s.hits as usize, s.misses as usize, s.in_use]
+    }
+    .into()
 }
 
-fn pool_trim(pool: &PoolState) -> ffi::PoolTrimmed {
+fn pool_trim(pool: &PoolState) -> types::PoolTrimmed {
     let t = match pool {
         PoolState::Sycl { pool, .. } => pool.trim(),
         PoolState::Host(pool) => pool.trim(),
     };
-    ffi::PoolTrimmed { imports: t.imports, buffers: t.buffers, bytes: t.bytes }
+    types::PoolTrimmed { imports: t.imports, buffers: t.buffers, bytes: t.bytes }
 }

@@ -41,7 +41,7 @@ use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
 use npu_sycl_bridge::strategy::{Auto, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, Platform, UsmKind};
-use npu_sycl_bridge::{Error, ErrorKind, Path};
+use npu_sycl_bridge::{Error, ErrorKind, Path, Reason};
 use testkit::models::{self, ReferenceModel};
 use testkit::virtual_platform::{self, Selection, VirtualPlatform};
 
@@ -622,6 +622,7 @@ fn gather(force_virtual: bool) -> Result<Report> {
             .ok_or_else(|| {
                 Error::unsupported(
                     Path::Sycl,
+                    Reason::NoLevelZeroGpu,
                     "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's",
                 )
             })?;

@@ -329,7 +329,10 @@ fn forum_port_example_runs_auto_dma_buf_without_copies() {
         let tag = format!("\n[{n}] ");
         at = out[at..].find(&tag).map(|i| at + i).unwrap_or_else(|| panic!("step [{n}] in order:\n{out}"));
     }
-    assert!(out.contains("ErrorKind::Unsupported { path: CardPath }"), "the card path's typed error:\n{out}");
+    assert!(
+        out.contains("ErrorKind::Unsupported { path: CardPath, reason: NoSyclPlatform }"),
+        "the card path's typed error:\n{out}"
+    );
     // The example wraps long messages: compare with the line breaks folded.
     let folded = out.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(folded.contains("does not accept device"), "make_context's own error when forced:\n{out}");

@@ -8,7 +8,7 @@ use npu_sycl_bridge::level_zero::{DeviceType, Driver, L0Device};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::npu::{NpuContext, NpuTensor};
 use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Properties, Tensor, TensorType};
-use npu_sycl_bridge::{ErrorKind, Path};
+use npu_sycl_bridge::{ErrorKind, Path, Reason};
 
 use crate::models::ReferenceModel;
 use crate::reference::cpu_properties;
@@ -62,7 +62,7 @@ pub fn imports_user_memory(npu: &NpuContext) -> bool {
         return true;
     }
     let e = npu.import(PageAlignedBuffer::new(4096).unwrap(), ElementType::U8, [4096], TensorType::Input).unwrap_err();
-    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa }, "{e}");
+    assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::CpuVa, reason: Reason::NoSystemMemoryImport }, "{e}");
     assert!(format!("{e:#}").contains("STANDARD_ALLOCATION") && format!("{e:#}").contains("dma-buf"), "{e}");
     let laptop = caps.generation.map_or("an unknown NPU".to_string(), |g| format!("{g} ({})", g.npu_family()));
     eprintln!("{laptop} imports no user memory: checked that CPU_VA is refused instead ({e})");

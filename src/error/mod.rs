@@ -16,6 +16,10 @@
 
 use std::fmt;
 
+mod reason;
+
+pub use self::reason::Reason;
+
 /// `std::result::Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -58,11 +62,13 @@ pub enum ErrorKind {
     /// An element type does not match (typed access with the wrong Rust type, a tensor of another
     /// element type bound to a port, ...).
     ElementType,
-    /// A sharing path that cannot work in this configuration. The message explains why and what to
-    /// use instead.
+    /// A sharing path that cannot work in this configuration. The message says what was refused;
+    /// the explanation ([`Reason::explanation`]) why and what to use instead.
     Unsupported {
         /// The path that does not work.
         path: Path,
+        /// Why.
+        reason: Reason,
     },
     /// The SYCL runtime threw: the message is the C++ exception's text.
     Sycl,
@@ -264,12 +270,14 @@ impl Error {
         Self::new(ErrorKind::ElementType, message)
     }
 
-    /// The sharing path `path` cannot work here: `reason` says why (briefly; attach the long
-    /// story and what to use instead with [`explain`](Self::explain)).
-    pub fn unsupported(path: Path, reason: impl fmt::Display) -> Self {
+    /// The sharing path `path` cannot work here, for `reason`: `detail` says what was refused on
+    /// this machine (names, addresses, import types); the explanation is the reason's
+    /// ([`Reason::explanation`]), the one text for it.
+    pub fn unsupported(path: Path, reason: Reason, detail: impl fmt::Display) -> Self {
         // "the card path", not "the card path path".
         let what = if path.as_str().ends_with("path") { path.to_string() } else { format!("{path} path") };
-        Self::new(ErrorKind::Unsupported { path }, format!("the {what} is not supported here: {reason}"))
+        Self::new(ErrorKind::Unsupported { path, reason }, format!("the {what} is not supported here: {detail}"))
+            .explain(reason.explanation())
     }
 
     /// The SYCL runtime threw an exception with text `what`.
@@ -340,11 +348,12 @@ mod tests {
 
     #[test]
     fn kinds_and_messages() {
-        let e = Error::unsupported(Path::DmaBuf, "the GPU cannot export dma-buf").explain("use CPU_VA instead");
-        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::DmaBuf });
-        assert!(!e.to_string().contains("use CPU_VA instead"), "the short message stays short");
-        assert!(format!("{e:#}").ends_with("dma-buf. use CPU_VA instead"), "{e:#}");
-        assert_eq!(e.explanation(), Some("use CPU_VA instead"));
+        let e = Error::unsupported(Path::DmaBuf, Reason::NotExportable, "the GPU cannot export dma-buf");
+        assert_eq!(e.kind(), &ErrorKind::Unsupported { path: Path::DmaBuf, reason: Reason::NotExportable });
+        assert_eq!(e.to_string(), "the dma-buf path is not supported here: the GPU cannot export dma-buf");
+        let long = Reason::NotExportable.explanation();
+        assert_eq!(format!("{e:#}"), format!("{e}. {long}"));
+        assert_eq!(e.explanation(), Some(long));
         let e = Error::level_zero(0x7000_0002, "zeMemAllocHost", "");
         assert!(e.to_string().contains("zeMemAllocHost failed with ze_result_t 0x70000002"));
         let e = Error::size("input 0", 16, 8).context("binding");
@@ -353,6 +362,18 @@ mod tests {
         let e: Error = std::io::Error::other("boom").into();
         assert_eq!(e.kind(), &ErrorKind::Io);
         assert!(std::error::Error::source(&e).is_some());
+    }
+
+    #[test]
+    fn every_reason_has_its_own_name_and_explanation() {
+        let mut names: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Reason::ALL.len(), "names are distinct");
+        for r in Reason::ALL {
+            assert!(r.explanation().len() > 60, "{r}: an explanation says why and what instead");
+            assert!(r.as_str().bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{r}");
+        }
     }
 
     #[test]
