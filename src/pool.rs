@@ -22,6 +22,13 @@
 //! (a request holds what is bound to it, and a replaced tensor until its next inference finished).
 //! So a tensor still bound, or still read by an inference, is never handed out twice.
 //!
+//! # Request affinity
+//! A request keeps its bound tensor, so the next `tensor()` hands it another one, and binding a
+//! different tensor makes the NPU plugin patch its recorded command list on every inference.
+//! [`input_for`](NpuPool::input_for) / [`output_for`](NpuPool::output_for) hand a request back the
+//! pool tensor it has bound at that port when nothing else holds it, so a steady loop costs what a
+//! tensor kept bound costs (`cargo xtask bench`, "pool" against "dma_buf").
+//!
 //! # Import rules
 //! Each buffer is imported by the one import call, [`NpuContext::import`], with its rules (CPU_VA
 //! only where the driver imports user memory, page-aligned; one import per dma-buf per context).
@@ -39,7 +46,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::memory::NpuMemory;
 use crate::memory::{round_up_to_page, tensor_bytes};
 use crate::npu::{NpuContext, NpuTensor};
-use crate::openvino::{ElementType, Shape, TensorType};
+use crate::openvino::{ElementType, InferRequest, PortInfo, Shape, TensorType};
 
 /// Bounds of a pool that allocates ([`NpuPool::with_allocator`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,6 +207,51 @@ impl<M: NpuMemory> NpuPool<M> {
         st.stats.misses += 1;
         buffer.tensor = Some(tensor.clone());
         Ok(tensor)
+    }
+
+    /// A tensor for input `index` of `request`: the pool tensor the request has bound there when
+    /// only the pool and that binding hold it (and the request is idle), else
+    /// [`tensor`](Self::tensor) of the port's element type and shape.
+    ///
+    /// # Errors
+    /// [`InvalidArgument`](ErrorKind::InvalidArgument) for an index the model does not have;
+    /// [`Shape`](ErrorKind::Shape) for a port with a dynamic shape; those of
+    /// [`tensor`](Self::tensor).
+    pub fn input_for(&self, request: &InferRequest, index: usize) -> Result<NpuTensor> {
+        self.port_tensor(request, false, index)
+    }
+
+    /// [`input_for`](Self::input_for) for output `index`.
+    ///
+    /// # Errors
+    /// Those of [`input_for`](Self::input_for).
+    pub fn output_for(&self, request: &InferRequest, index: usize) -> Result<NpuTensor> {
+        self.port_tensor(request, true, index)
+    }
+
+    fn port_tensor(&self, request: &InferRequest, output: bool, index: usize) -> Result<NpuTensor> {
+        let ports: &[PortInfo] = if output { request.outputs() } else { request.inputs() };
+        let what = if output { "output" } else { "input" };
+        let port = ports.get(index).ok_or_else(|| {
+            Error::invalid_argument(format!("the model has {} {what}s, not {what} {index}", ports.len()))
+        })?;
+        let shape = port.shape.clone().ok_or_else(|| {
+            Error::shape(format!("{what} {index} ({:?}) has a dynamic shape; use NpuPool::tensor", port.name))
+        })?;
+        if let Some(bound) = request.sole_binding(output, index) {
+            let mut st = self.lock();
+            // Held by the pool and by that binding only: no caller clone, no other request.
+            let back = st
+                .buffers
+                .iter()
+                .filter_map(|b| b.tensor.as_ref())
+                .find(|t| Arc::ptr_eq(&t.remote().handle, bound) && t.handle_count() == 2);
+            if let Some(t) = back.cloned() {
+                st.stats.hits += 1;
+                return Ok(t);
+            }
+        }
+        self.tensor(port.element_type, shape)
     }
 
     /// Allocates a buffer of at least `needed` bytes, first freeing free buffers that are too

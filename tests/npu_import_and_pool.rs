@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use npu_sycl_bridge::level_zero::{DeviceType, L0Allocation, L0Context};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::memory::{MemoryKind, NpuMemory, RawMemory};
-use npu_sycl_bridge::openvino::{ElementType, MemType, TensorType};
+use npu_sycl_bridge::npu::NpuTensor;
+use npu_sycl_bridge::openvino::{ElementType, InferRequest, MemType, TensorType};
 use npu_sycl_bridge::ownership::KeepAlive;
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits, Trimmed};
 use npu_sycl_bridge::{ErrorKind, Path, Reason};
@@ -214,6 +215,67 @@ fn pooled_tensors_are_imported_once_and_reused_without_import() {
     }
     assert_eq!(counter("gpu.live_allocations"), live0);
     assert_eq!(open_fds(), fds0, "every export's fd closed once");
+}
+
+/// One inference of the fully connected model on `input` and `output` (pool tensors over GPU
+/// memory, written and read through the NPU's mapping), checked against the CPU plugin.
+fn infer_pooled(s: &NpuAndCpu, r: &mut InferRequest, input: &NpuTensor, output: &NpuTensor, i: usize) {
+    let data: Vec<u8> = if i % 2 == 0 { s.m.sample_input(0) } else { common::npu::other_input(&s.m, 0) };
+    let va = input.remote().params().unwrap().mem_handle.cast::<u8>();
+    // SAFETY: the driver's mapping of this pool buffer (the input's bytes); no inference uses it now.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), va, data.len()) };
+    r.set_input_tensor(0, input).unwrap();
+    r.set_output_tensor(0, output).unwrap();
+    r.infer().unwrap();
+    let va = output.remote().params().unwrap().mem_handle.cast::<u8>();
+    // SAFETY: as above; the inference finished.
+    let got = unsafe { std::slice::from_raw_parts(va, s.m.outputs[0].byte_size()) }.to_vec();
+    s.assert_matches_cpu(&[data], &[got]);
+}
+
+#[test]
+fn a_request_gets_back_the_pool_tensors_it_has_bound_so_the_plugin_patches_nothing() {
+    let _s = serial();
+    let s = NpuAndCpu::new(core(), models::fully_connected());
+    let (din, dout) = (&s.m.inputs[0], &s.m.outputs[0]);
+    let pool = gpu_pool(&s, PoolLimits::default());
+    let mut r = s.request();
+    // Without affinity: the request still holds its tensors, so every take is another tensor and
+    // every inference patches both graph arguments.
+    let updates0 = counter("npu.graph_arg_updates");
+    for i in 0..4 {
+        let input = pool.tensor(din.element_type, din.shape.clone()).unwrap();
+        let output = pool.tensor(dout.element_type, dout.shape.clone()).unwrap();
+        infer_pooled(&s, &mut r, &input, &output, i);
+    }
+    assert!(counter("npu.graph_arg_updates") - updates0 >= 6, "plain takes alternate tensors: patched each time");
+    // With affinity: the tensors the request has bound come back to it.
+    let bound = (pool.input_for(&r, 0).unwrap(), pool.output_for(&r, 0).unwrap());
+    let (imports, updates) = (pool.stats().imports, counter("npu.graph_arg_updates"));
+    drop(bound);
+    for i in 0..8 {
+        let input = pool.input_for(&r, 0).unwrap();
+        let output = pool.output_for(&r, 0).unwrap();
+        infer_pooled(&s, &mut r, &input, &output, i);
+    }
+    assert_eq!(counter("npu.graph_arg_updates"), updates, "the same tensors rebound: nothing patched");
+    assert_eq!(pool.stats().imports, imports, "no import");
+    // A tensor the caller still holds is not handed out again: the next take is another one.
+    let held = pool.input_for(&r, 0).unwrap();
+    let other = pool.input_for(&r, 0).unwrap();
+    assert!(!std::ptr::eq(held.remote().as_raw(), other.remote().as_raw()), "a held tensor is never handed out twice");
+    drop((held, other));
+    // A running request gets no tensor of its own back: the inference still uses it.
+    let bound = pool.input_for(&r, 0).unwrap().remote().as_raw();
+    r.start_async().unwrap();
+    let during = pool.input_for(&r, 0).unwrap();
+    assert!(!std::ptr::eq(bound, during.remote().as_raw()), "not while an inference runs");
+    r.wait().unwrap();
+    drop(during);
+    assert!(std::ptr::eq(bound, pool.input_for(&r, 0).unwrap().remote().as_raw()), "and again once it finished");
+    // Ports the model lacks, and a request of another model's shape, are the caller's errors.
+    assert_eq!(pool.input_for(&r, 1).unwrap_err().kind(), &ErrorKind::InvalidArgument);
+    assert_eq!(pool.output_for(&r, 3).unwrap_err().kind(), &ErrorKind::InvalidArgument);
 }
 
 #[test]

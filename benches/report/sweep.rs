@@ -27,7 +27,7 @@ pub fn label(path: &str) -> &'static str {
         "aligned" => "plain tensor, page-aligned",
         "cpu_va" => "CPU_VA remote tensor",
         "dma_buf" => "dma-buf (SHARED_BUF)",
-        "pool" => "NpuPool tensor, reused (dma-buf)",
+        "pool" => "NpuPool tensor, reused by its request (dma-buf)",
         "rebind" => "two dma-buf tensors bound in turn",
         "import_per_use" => "dma-buf imported per inference",
         "floor" => "L0 host tensor (floor)",
@@ -147,7 +147,8 @@ pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
             drop(first);
             let pool = &pool;
             variants.push(Variant::new("pool", move || {
-                let t = pool.tensor(ElementType::F32, shape)?;
+                // Request affinity: the tensor this request has bound comes back to it.
+                let t = pool.input_for(&r, 0)?;
                 r.set_input_tensor(0, &t)?;
                 r.infer()
             }));

@@ -142,6 +142,20 @@ impl InferRequest {
         self.running.is_some()
     }
 
+    /// The tensor bound to input (or, with `output`, output) `index`, when the request is idle and
+    /// holds it only there (not also bound elsewhere or retired): rebinding it to that port
+    /// changes nothing for the plugin.
+    pub(crate) fn sole_binding(&self, output: bool, index: usize) -> Option<&Arc<TensorHandle>> {
+        if self.running.is_some() {
+            return None;
+        }
+        let port = if output { Port::Output(index) } else { Port::Input(index) };
+        let (handle, _) = self.bound.get(&port)?;
+        let holds = self.bound.values().filter(|(h, _)| Arc::ptr_eq(h, handle)).count()
+            + self.retired.iter().filter(|h| Arc::ptr_eq(h, handle)).count();
+        (holds == 1).then_some(handle)
+    }
+
     /// `what` is only formatted on the error path: this runs on every bind, read and inference.
     fn ensure_idle(&self, what: &dyn std::fmt::Display) -> Result<()> {
         if self.running.is_some() {

@@ -524,7 +524,7 @@ void pool() {
         check(example::mismatches(y, f.want) == 0, "host pool: output equals the CPU plugin");
       } else {
         expect_error("a host pool without system memory import", nsb::ErrorKind::unsupported, nsb::SharingPath::cpu_va,
-                     [&] { pool.tensor(f.compiled.input()); });
+                     nsb::Reason::no_system_memory_import, [&] { pool.tensor(f.compiled.input()); });
       }
       check(freed == 0, "host buffers are kept while the pool lives");
     }

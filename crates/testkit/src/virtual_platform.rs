@@ -40,6 +40,8 @@
 //!   `gpu.imports.sysmem`, `npu.imports.dma_buf`, `npu.imports.sysmem`, `npu.imports.sysmem_refused`,
 //!   `npu.graph_args.dma_buf` and `npu.graph_args.sysmem` (graph arguments an inference read in
 //!   place: the zero-copy proof), `npu.graphs`, `npu.graph_initializations`, `npu.inferences`,
+//!   `npu.graph_arg_updates` (graph arguments patched in a recorded command list: what binding
+//!   another tensor costs),
 //!   `gpu.immediate_appends`, `gpu.export_fd_misuse`.
 //! - [`VirtualPlatform::inject_fault`]: the `nth` next call of a Level Zero function returns a
 //!   given `ze_result_t` (also `VL0_FAULTS=zeMemAllocHost:3:0x70000002,…` in the environment);

@@ -3,7 +3,7 @@
 //! Pre-registered names (DEVELOPERS.md): `gpu.bytes_copied`, `npu.bytes_copied` (bytes moved by
 //! each driver's copy and fill commands), `gpu.live_allocations`, `npu.live_allocations`
 //! (registry entries, imports included), `{gpu,npu}.exports.dma_buf`, `{gpu,npu}.imports.dma_buf`,
-//! `{gpu,npu}.imports.sysmem`, `npu.graphs`, `npu.inferences`. [`add`] on any other name registers
+//! `{gpu,npu}.imports.sysmem`, `npu.graphs`, `npu.inferences`, `npu.graph_arg_updates`. [`add`] on any other name registers
 //! it, so other modules may add their own.
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -21,6 +21,8 @@ const NAMES: &[&str] = &[
     "npu.imports.sysmem",
     "npu.graphs",
     "npu.inferences",
+    // Graph arguments patched in recorded NPU command lists (zeCommandListUpdateMutableCommandsExp).
+    "npu.graph_arg_updates",
     // Regular lists run through zeCommandListImmediateAppendCommandListsExp (DPC++'s graphs, adapter v2).
     "gpu.immediate_appends",
 ];
