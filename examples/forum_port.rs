@@ -34,6 +34,7 @@ use anyhow::{anyhow, Context as _, Result};
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
 use npu_sycl_bridge::ownership::Foreign;
+use npu_sycl_bridge::raw::AsRaw;
 use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, DeviceType, Platform};
 use npu_sycl_bridge::ErrorKind;

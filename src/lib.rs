@@ -37,6 +37,7 @@ pub mod npu;
 pub mod openvino;
 pub mod ownership;
 pub mod pool;
+pub mod raw;
 
 #[cfg(feature = "sycl")]
 pub mod sycl;

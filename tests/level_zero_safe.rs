@@ -11,6 +11,8 @@ use npu_sycl_bridge::level_zero::{
     DeviceType, Driver, ExternalMemoryTypes, HostMemFlags, L0Context, MemoryType, INTEL_NPU_DRIVER_UUID,
 };
 use npu_sycl_bridge::npu::LaptopGeneration;
+use npu_sycl_bridge::ownership::Foreign;
+use npu_sycl_bridge::raw::{self, AsRaw};
 use npu_sycl_bridge::ErrorKind;
 
 mod common;
@@ -107,7 +109,7 @@ fn owned_contexts_are_destroyed_once_and_borrowed_ones_never() {
 
     // A borrowed wrapper of the same handle: dropping it leaves the context alive.
     // SAFETY: `owned` outlives `borrowed` and is a context of `driver`.
-    let borrowed = unsafe { L0Context::from_raw_borrowed(owned.as_raw(), driver) };
+    let borrowed = unsafe { raw::level_zero::context(owned.as_raw(), driver, Foreign::Borrowed { owner: None }) };
     assert!(!borrowed.is_owned());
     assert_eq!(borrowed.as_raw(), owned.as_raw());
     drop(borrowed);
@@ -126,7 +128,9 @@ fn owned_contexts_are_destroyed_once_and_borrowed_ones_never() {
     }
     let drops = Arc::new(AtomicUsize::new(0));
     // SAFETY: `owned` (kept alive below) is a live context of `driver`.
-    let b = Arc::new(unsafe { L0Context::from_raw_borrowed_with_owner(owned.as_raw(), driver, Owner(drops.clone())) });
+    let b = Arc::new(unsafe {
+        raw::level_zero::context(owned.as_raw(), driver, Foreign::borrowed_by(Owner(drops.clone())))
+    });
     let m = b.alloc_device(device, 8192, 0).unwrap();
     drop(b);
     assert_eq!(drops.load(Ordering::SeqCst), 0, "an allocation keeps its context (and the owner) alive");
@@ -139,7 +143,7 @@ fn owned_contexts_are_destroyed_once_and_borrowed_ones_never() {
     let h = raw.as_raw();
     std::mem::forget(raw);
     // SAFETY: `h` is a live context nobody else destroys (its creator was forgotten).
-    let adopted = unsafe { L0Context::from_raw_owned(h, driver) };
+    let adopted = unsafe { raw::level_zero::context(h, driver, Foreign::Owned) };
     assert!(adopted.is_owned());
     drop(adopted);
 }
@@ -301,7 +305,7 @@ fn a_free_that_fails_in_drop_is_returned_by_the_next_allocation() {
     vp::activate().unwrap();
     let (gpu_driver, gpu) = find(DeviceType::Gpu);
     let ctx = Arc::new(L0Context::create(gpu_driver).unwrap());
-    let invalid = npu_sycl_bridge::level_zero::sys::ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    let invalid = npu_sycl_bridge::raw::level_zero::sys::ZE_RESULT_ERROR_INVALID_ARGUMENT;
 
     // Drop cannot return the failure of zeMemFree: the next allocation in the context does.
     let mem = ctx.alloc_host(4096, 0, HostMemFlags::NONE).unwrap();

@@ -12,6 +12,7 @@ use npu_sycl_bridge::npu::NpuTensor;
 use npu_sycl_bridge::openvino::{ElementType, InferRequest, MemType, TensorType};
 use npu_sycl_bridge::ownership::KeepAlive;
 use npu_sycl_bridge::pool::{NpuPool, PoolLimits, Trimmed};
+use npu_sycl_bridge::raw::AsRaw;
 use npu_sycl_bridge::{ErrorKind, Path, Reason};
 use testkit::models;
 

@@ -16,6 +16,7 @@ use npu_sycl_bridge::memory::{PageAlignedBuffer, RawMemory};
 use npu_sycl_bridge::npu::{LaptopGeneration, NpuContext, NpuTensor};
 use npu_sycl_bridge::openvino::{Core, ElementType, MemType, Properties, Tensor, TensorType};
 use npu_sycl_bridge::ownership::KeepAlive;
+use npu_sycl_bridge::raw::AsRaw;
 use npu_sycl_bridge::{ErrorKind, Path, Reason};
 use testkit::models::{self, ReferenceModel};
 

@@ -148,6 +148,7 @@ mod inner {
         TensorProperties, TensorType,
     };
     use npu_sycl_bridge::ownership::Foreign;
+    use npu_sycl_bridge::raw::{self, AsRaw};
     use npu_sycl_bridge::strategy::{Auto, SharedTensor, Strategy, StrategyKind};
     use npu_sycl_bridge::sycl::{
         self, ContextOrigin, ExportableDeviceMemory, Queue, SyclContext, SyclMemory, UsmBuffer, UsmKind,
@@ -973,9 +974,10 @@ mod inner {
             p: &TensorProperties,
         ) -> npu_sycl_bridge::Result<Box<dyn ExternalTensor>> {
             self.calls.fetch_add(1, Ordering::SeqCst);
-            // SAFETY: the caller's contract (create_tensor's) is create_tensor_raw's, forwarded.
+            // SAFETY: the caller's contract (create_tensor's) is remote_tensor's, forwarded.
             let inner = unsafe {
-                self.inner.create_tensor_raw(
+                raw::openvino::remote_tensor(
+                    &self.inner,
                     element_type,
                     shape.clone(),
                     p.mem_type,

@@ -91,6 +91,7 @@ mod inner {
 
     use npu_sycl_bridge::level_zero as l0;
     use npu_sycl_bridge::ownership::Foreign;
+    use npu_sycl_bridge::raw::{self, AsRaw};
     use npu_sycl_bridge::sycl::{
         self, Backend, ContextOrigin, DeviceType, ExportableDeviceMemory, ImportedMemory, NativeQueue, Platform, Queue,
         SyclContext, SyclDevice, SyclMemory, UsmBuffer, UsmKind,
@@ -132,7 +133,7 @@ mod inner {
         let raw = platform.native_driver().expect("a Level Zero platform has a native driver");
         // SAFETY: the handle comes from SYCL's get_native of its Level Zero platform, which uses the
         // same (only) loader of this process.
-        let driver = unsafe { l0::Driver::from_raw(raw) };
+        let driver = unsafe { raw::level_zero::driver(raw) };
         Gpu { vp, platform, device, driver }
     }
 
@@ -362,7 +363,7 @@ mod inner {
     /// The L0 device of the SYCL GPU.
     fn unsafe_device(g: &Gpu) -> l0::L0Device {
         // SAFETY: the handle is SYCL's get_native of its device, of driver `g.driver`.
-        unsafe { l0::L0Device::from_raw(g.device.native_device().unwrap(), g.driver) }
+        unsafe { raw::level_zero::device(g.device.native_device().unwrap(), g.driver) }
     }
 
     #[test]

@@ -17,6 +17,8 @@ use npu_sycl_bridge::level_zero::{DeviceType, Driver, ExternalMemoryTypes, L0Con
 use npu_sycl_bridge::openvino::{
     CompiledModel, Core, ElementType, MemType, Properties, RemoteTensor, Tensor, TensorType,
 };
+use npu_sycl_bridge::ownership::Foreign;
+use npu_sycl_bridge::raw::{self, AsRaw};
 use testkit::models::{self, ReferenceModel};
 use testkit::virtual_platform::{self, VirtualPlatform};
 
@@ -184,7 +186,7 @@ fn npu_is_listed_and_its_context_belongs_to_the_npu_driver() {
     let host = ctx.create_host_tensor(ElementType::F32, vec![1, 1024]).unwrap();
     let p = host.data_ptr().unwrap();
     // SAFETY: the plugin's context outlives `core`, which outlives these borrowed wrappers.
-    let on_npu = Arc::new(unsafe { L0Context::from_raw_borrowed(raw.cast(), npu) });
+    let on_npu = Arc::new(unsafe { raw::level_zero::context(raw.cast(), npu, Foreign::Borrowed { owner: None }) });
     let info = on_npu.memory_properties(p).unwrap();
     assert_eq!(info.kind, npu_sycl_bridge::level_zero::MemoryType::Host, "{info:?}");
     let gpu_ctx = Arc::new(L0Context::create(gpu).unwrap());
@@ -277,7 +279,8 @@ fn dma_buf_from_the_virtual_gpu_is_consumed_without_copy() {
     use std::os::fd::AsRawFd;
     // SAFETY: fd is an open dma-buf of at least `bytes`; `fd` (an OwnedFd) is kept alive by keepalive.
     let remote = unsafe {
-        ctx.create_tensor_raw(
+        raw::openvino::remote_tensor(
+            &ctx,
             d.element_type,
             d.shape.clone(),
             MemType::SharedBuf,
@@ -336,7 +339,8 @@ fn page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused() {
     let copied0 = counter("npu.bytes_copied");
     // SAFETY: page-aligned memory of a whole page, kept alive by keepalive.
     let made = unsafe {
-        ctx.create_tensor_raw(
+        raw::openvino::remote_tensor(
+            &ctx,
             d.element_type,
             d.shape.clone(),
             MemType::CpuVa,
@@ -372,7 +376,8 @@ fn page_aligned_cpu_va_is_zero_copy_and_misaligned_is_refused() {
     let mis = Arc::new(PageBuf::new(3 * 4096));
     // SAFETY: the memory is valid; the call is expected to fail.
     let e = unsafe {
-        ctx.create_tensor_raw(
+        raw::openvino::remote_tensor(
+            &ctx,
             d.element_type,
             d.shape.clone(),
             MemType::CpuVa,
@@ -410,7 +415,8 @@ fn cpu_va_output_and_l0_host_input_are_used_in_place() {
     let out = Arc::new(PageBuf::new(dout.byte_size()));
     // SAFETY: page-aligned whole pages, kept alive by keepalive.
     let made = unsafe {
-        ctx.create_tensor_raw(
+        raw::openvino::remote_tensor(
+            &ctx,
             dout.element_type,
             dout.shape.clone(),
             MemType::CpuVa,

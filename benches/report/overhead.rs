@@ -3,6 +3,7 @@
 
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Properties, Tensor, TensorType};
+use npu_sycl_bridge::raw::AsRaw;
 use npu_sycl_bridge::{Error, Result};
 use openvino_sys as sys;
 use testkit::models::{self, f32_bytes, Ir, NUMPY};

@@ -1,6 +1,5 @@
 //! Level Zero contexts: owned (created here) or borrowed (wrapped from another runtime).
 
-use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
@@ -13,10 +12,10 @@ use crate::ownership::{DeferredErrors, Foreign};
 /// A Level Zero context (`ze_context_handle_t`).
 ///
 /// Two kinds, decided when it is made (as wgpu-hal's `keep` vs `transfer`):
-/// - **owned**: made by [`L0Context::create`] or adopted with [`L0Context::from_raw_owned`];
+/// - **owned**: made by [`L0Context::create`] or adopted with
+///   `raw::level_zero::context` and [`Foreign::Owned`];
 ///   destroyed exactly once, by `Drop`, with `zeContextDestroy`;
-/// - **borrowed**: wrapped with [`L0Context::from_raw_borrowed`] or
-///   [`L0Context::from_raw_borrowed_with_owner`]; never destroyed here. The second form keeps an
+/// - **borrowed**: wrapped with [`Foreign::Borrowed`]; never destroyed here. It may keep an
 ///   `owner` value alive (for example the OpenVINO remote context that owns the handle) and drops it
 ///   when the wrapper is dropped, like wgpu-hal's drop callback.
 ///
@@ -49,37 +48,12 @@ impl L0Context {
         Ok(L0Context::wrap(handle, driver, Foreign::Owned))
     }
 
-    /// Takes ownership of a context created elsewhere ("transfer"): `Drop` destroys it.
+    /// Wraps a context made elsewhere, owned or borrowed as `ownership` says.
     ///
     /// # Safety
-    /// `handle` is a live context of `driver`; nobody else destroys it, and nobody uses it after
-    /// this wrapper (and every `Arc` clone of it) is dropped.
-    pub unsafe fn from_raw_owned(handle: sys::ze_context_handle_t, driver: Driver) -> L0Context {
-        L0Context::wrap(handle, driver, Foreign::Owned)
-    }
-
-    /// Wraps a context owned elsewhere ("keep"): it is never destroyed here.
-    ///
-    /// # Safety
-    /// `handle` is a live context of `driver` and stays alive for as long as this wrapper, every
-    /// `Arc` clone of it, and every [`L0Allocation`] made in it exist. Prefer
-    /// [`from_raw_borrowed_with_owner`](Self::from_raw_borrowed_with_owner), which can keep the
-    /// owner alive by construction.
-    pub unsafe fn from_raw_borrowed(handle: sys::ze_context_handle_t, driver: Driver) -> L0Context {
-        L0Context::wrap(handle, driver, Foreign::Borrowed { owner: None })
-    }
-
-    /// Wraps a context owned by `owner` (never destroyed here) and keeps `owner` alive until this
-    /// wrapper is dropped; then `owner` is dropped.
-    ///
-    /// # Safety
-    /// `handle` is a live context of `driver` that stays alive at least as long as `owner` does.
-    pub unsafe fn from_raw_borrowed_with_owner(
-        handle: sys::ze_context_handle_t,
-        driver: Driver,
-        owner: impl Any + Send + Sync,
-    ) -> L0Context {
-        L0Context::wrap(handle, driver, Foreign::borrowed_by(owner))
+    /// As `raw::level_zero::context`, the public door to it.
+    pub(crate) unsafe fn from_raw(handle: sys::ze_context_handle_t, driver: Driver, ownership: Foreign) -> L0Context {
+        L0Context::wrap(handle, driver, ownership)
     }
 
     fn wrap(handle: sys::ze_context_handle_t, driver: Driver, ownership: Foreign) -> L0Context {
@@ -103,7 +77,7 @@ impl L0Context {
     }
 
     /// The raw handle. It stays valid while `self` lives; do not destroy it.
-    pub fn as_raw(&self) -> sys::ze_context_handle_t {
+    pub(crate) fn as_raw(&self) -> sys::ze_context_handle_t {
         self.handle
     }
 

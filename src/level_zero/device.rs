@@ -113,12 +113,12 @@ impl L0Device {
     ///
     /// # Safety
     /// `handle` is a device handle of `driver`, as returned by `zeDeviceGet`.
-    pub unsafe fn from_raw(handle: sys::ze_device_handle_t, driver: Driver) -> L0Device {
+    pub(crate) unsafe fn from_raw(handle: sys::ze_device_handle_t, driver: Driver) -> L0Device {
         L0Device { handle, driver }
     }
 
     /// The raw handle.
-    pub fn as_raw(&self) -> sys::ze_device_handle_t {
+    pub(crate) fn as_raw(&self) -> sys::ze_device_handle_t {
         self.handle
     }
 

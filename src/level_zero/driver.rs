@@ -138,12 +138,12 @@ impl Driver {
     /// # Safety
     /// `handle` is a driver handle returned by `zeDriverGet`/`zeInitDrivers` of the loader this
     /// process uses (driver handles never become invalid).
-    pub unsafe fn from_raw(handle: sys::ze_driver_handle_t) -> Driver {
+    pub(crate) unsafe fn from_raw(handle: sys::ze_driver_handle_t) -> Driver {
         Driver { handle }
     }
 
     /// The raw handle (still valid: drivers are never destroyed).
-    pub fn as_raw(&self) -> sys::ze_driver_handle_t {
+    pub(crate) fn as_raw(&self) -> sys::ze_driver_handle_t {
         self.handle
     }
 

@@ -115,7 +115,7 @@ impl L0Allocation {
     /// # Safety
     /// `ptr` was returned by a `zeMemAlloc*` call (or import) on `context` for `size` bytes, of
     /// kind `kind`, and nobody else frees it.
-    pub unsafe fn from_raw(
+    pub(crate) unsafe fn from_raw(
         context: Arc<L0Context>,
         ptr: *mut c_void,
         size: usize,
@@ -139,16 +139,6 @@ impl L0Allocation {
     ) -> Result<L0Allocation> {
         let ptr = non_null(ptr, call)?;
         Ok(L0Allocation { ptr, size, kind, device, imported_fd, context })
-    }
-
-    /// Gives up ownership: returns the pointer, the context and the fd it was imported from (if
-    /// this allocation owned one). The caller must `zeMemFree` the pointer before dropping the
-    /// context and closing the fd.
-    pub fn into_raw(self) -> (*mut c_void, Arc<L0Context>, Option<OwnedFd>) {
-        let me = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `me` is never dropped, so each field is moved out exactly once.
-        let (context, fd) = unsafe { (std::ptr::read(&me.context), std::ptr::read(&me.imported_fd)) };
-        (me.ptr.as_ptr(), context, fd)
     }
 
     /// The start of the allocation (a device VA for device memory).

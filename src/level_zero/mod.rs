@@ -8,9 +8,10 @@
 //! | [`L0Allocation`] | memory from `zeMemAlloc{Host,Device,Shared}` or an import, freed once in `Drop` | holds an `Arc<L0Context>`, so the context outlives it |
 //!
 //! Ownership of foreign handles follows wgpu-hal's `keep` vs `transfer`: [`L0Context::create`] and
-//! [`L0Context::from_raw_owned`] destroy the context in `Drop`; [`L0Context::from_raw_borrowed`] and
-//! [`L0Context::from_raw_borrowed_with_owner`] never do (the second keeps a value, such as the
-//! OpenVINO object that owns the handle, alive for as long as the wrapper lives).
+//! a raw handle wrapped as [`Foreign::Owned`](crate::ownership::Foreign::Owned) destroy the context
+//! in `Drop`; one wrapped as [`Foreign::Borrowed`](crate::ownership::Foreign::Borrowed) never does
+//! (it keeps its owner, such as the OpenVINO object that owns the handle, alive as long as it lives).
+//! Raw handles go in and out through `raw::level_zero` (a floor above this one).
 //!
 //! Every failing call is an [`ErrorKind::LevelZero`](crate::ErrorKind::LevelZero) carrying the
 //! `ze_result_t` and the name of the call. A failure inside `Drop` (`zeMemFree` of an
@@ -50,7 +51,7 @@ pub use self::driver::{ApiVersion, Driver, DriverProperties, Extension, INTEL_NP
 pub use self::external::{dup_fd, ExternalMemoryTypes};
 pub use self::memory::{AllocationInfo, HostMemFlags, L0Allocation, MemoryType};
 
-pub use level_zero_sys as sys;
+pub(crate) use level_zero_sys as sys;
 
 use crate::error::{Error, Result};
 

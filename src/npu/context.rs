@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 use crate::error::{Error, Path, Reason, Result};
 use crate::level_zero::{self, ApiVersion, DeviceType, Driver, ExternalMemoryTypes, L0Device, INTEL_NPU_DRIVER_UUID};
 use crate::openvino::{CompiledModel, Core, RemoteContext};
+use crate::ownership::Foreign;
 
 /// The extension that enables zero-copy rebinding in the NPU plugin.
 pub const MUTABLE_COMMAND_LIST_EXT: &str = "ZE_experimental_mutable_command_list";
@@ -118,7 +119,8 @@ impl NpuContext {
         // plugin's NPU driver, shared by every live Core; the plugin destroys it only when the last
         // holder (Core, remote context, tensor) goes, and `owner`
         // (a clone of the remote context) keeps that Core alive for as long as this wrapper.
-        let l0 = unsafe { level_zero::L0Context::from_raw_borrowed_with_owner(handle.cast(), driver, remote.clone()) };
+        let l0 =
+            unsafe { level_zero::L0Context::from_raw(handle.cast(), driver, Foreign::borrowed_by(remote.clone())) };
         l0.status().map_err(|e| {
             Error::unsupported(
                 Path::Npu,

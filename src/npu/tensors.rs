@@ -388,13 +388,16 @@ impl NpuContext {
                 // dropped (the fd closed) before this returns. Host views are allowed only when the
                 // caller says the tensor is the memory's only way in.
                 let tensor = unsafe {
-                    self.remote_context().create_tensor_raw(
+                    self.remote_context().create_tensor_over(
                         element_type,
                         shape,
-                        MemType::SharedBuf,
-                        Some(MemType::fd_handle(raw)),
-                        Some(tensor_type),
+                        TensorProperties {
+                            mem_type: MemType::SharedBuf,
+                            mem_handle: Some(MemType::fd_handle(raw)),
+                            tensor_type: Some(tensor_type),
+                        },
                         keep,
+                        false,
                     )
                 }?;
                 let va = tensor.params()?.mem_handle;

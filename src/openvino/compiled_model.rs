@@ -50,7 +50,7 @@ impl CompiledModel {
     }
 
     /// The raw `ov_compiled_model_t`, still owned by this compiled model.
-    pub fn as_raw(&self) -> *mut sys::ov_compiled_model_t {
+    pub(crate) fn as_raw(&self) -> *mut sys::ov_compiled_model_t {
         self.inner.ptr.as_ptr()
     }
 

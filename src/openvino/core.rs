@@ -73,7 +73,7 @@ impl Core {
     }
 
     /// The raw `ov_core_t`, still owned by this core.
-    pub fn as_raw(&self) -> *mut sys::ov_core_t {
+    pub(crate) fn as_raw(&self) -> *mut sys::ov_core_t {
         self.inner.ptr.as_ptr()
     }
 

@@ -37,7 +37,7 @@ pub trait ExternalContext: Send + Sync + 'static {
     /// `create_tensor(element_type, shape, properties)`.
     ///
     /// # Safety
-    /// As [`RemoteContext::create_tensor_raw`](super::RemoteContext::create_tensor_raw): the
+    /// As `raw::openvino::remote_tensor`: the
     /// memory behind `MEM_HANDLE` is valid for the tensor's byte size and stays so while the
     /// returned tensor (and everything the binding lets hold it) lives.
     unsafe fn create_tensor(

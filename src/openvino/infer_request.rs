@@ -118,7 +118,7 @@ impl InferRequest {
     }
 
     /// The raw `ov_infer_request_t`, still owned by this request.
-    pub fn as_raw(&self) -> *mut sys::ov_infer_request_t {
+    pub(crate) fn as_raw(&self) -> *mut sys::ov_infer_request_t {
         self.ptr.as_ptr()
     }
 

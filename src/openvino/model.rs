@@ -99,7 +99,7 @@ impl Model {
     }
 
     /// The raw `ov_model_t`, still owned by this model.
-    pub fn as_raw(&self) -> *mut sys::ov_model_t {
+    pub(crate) fn as_raw(&self) -> *mut sys::ov_model_t {
         self.ptr.as_ptr()
     }
 

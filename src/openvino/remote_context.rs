@@ -68,7 +68,7 @@ impl RemoteContext {
 
     /// The raw `ov_remote_context_t`, still owned by this context; null for a context of another
     /// binding.
-    pub fn as_raw(&self) -> *mut sys::ov_remote_context_t {
+    pub(crate) fn as_raw(&self) -> *mut sys::ov_remote_context_t {
         match &*self.inner {
             ContextInner::Native { ptr, .. } => ptr.as_ptr(),
             ContextInner::External(_) => std::ptr::null_mut(),
@@ -180,54 +180,19 @@ impl RemoteContext {
     ) -> Result<RemoteTensor> {
         // SAFETY: no memory handle is passed: the plugin allocates and owns the memory.
         unsafe {
-            self.create_tensor_raw(element_type, shape, MemType::L0InternalBuf, None, Some(tensor_type), Vec::new())
+            let properties =
+                TensorProperties { mem_type: MemType::L0InternalBuf, mem_handle: None, tensor_type: Some(tensor_type) };
+            self.create_tensor_over(element_type, shape.into(), properties, Vec::new(), false)
         }
     }
 
-    /// A remote tensor described by typed properties (`ov_remote_context_create_tensor_props`
-    /// with `MEM_TYPE`, optionally `MEM_HANDLE` and `TENSOR_TYPE`).
-    ///
-    /// `mem_handle` is passed as the raw pointer value: for [`MemType::CpuVa`] the address of
-    /// the memory; for [`MemType::SharedBuf`] on Linux a dma-buf file descriptor **cast to a
-    /// pointer** (`fd as usize as *mut c_void`, see [`MemType::fd_handle`]), not an address.
-    /// The returned tensor holds `keepalive` and this context, and drops them after the native
-    /// tensor is freed — which happens only after every [`InferRequest`](super::InferRequest) that
-    /// bound it has released it.
+    /// A remote tensor over memory named by typed properties (`ov_remote_context_create_tensor_props`
+    /// with `MEM_TYPE`, optionally `MEM_HANDLE` and `TENSOR_TYPE`), of memory the device may only
+    /// read when `read_only_for_device` (the NPU driver imports it read-only): the tensor then
+    /// cannot be bound where an inference writes.
     ///
     /// # Safety
-    /// - For `CpuVa`: `mem_handle` points to memory valid for reads and writes of the tensor's
-    ///   byte size, and (unless it lies inside an existing allocation of this context) both the
-    ///   address and the byte size are multiples of 4096.
-    /// - For `SharedBuf`: `mem_handle` is an open dma-buf fd (as a pointer) whose buffer holds at
-    ///   least the tensor's byte size. The plugin does not close the fd.
-    /// - The memory (or fd) stays valid until `keepalive` is dropped; pass its owner in
-    ///   `keepalive` (a buffer, an `OwnedFd`, ...). If `keepalive` is empty, the caller keeps it
-    ///   valid until this tensor, its clones and every request it was bound to are dropped.
-    /// - Nothing else writes the memory while an inference that uses the tensor runs, unless the
-    ///   caller synchronises that itself.
-    /// - While a host view of the tensor (made by the layer that knows its memory) is alive, no
-    ///   other Rust reference to the memory exists and nothing else writes it: the memory is reached
-    ///   only through this tensor, or the caller serialises every other access with the views.
-    pub unsafe fn create_tensor_raw(
-        &self,
-        element_type: ElementType,
-        shape: impl Into<Shape>,
-        mem_type: MemType,
-        mem_handle: Option<*mut c_void>,
-        tensor_type: Option<TensorType>,
-        keepalive: Vec<KeepAlive>,
-    ) -> Result<RemoteTensor> {
-        let properties = TensorProperties { mem_type, mem_handle, tensor_type };
-        // SAFETY: the caller's contract.
-        unsafe { self.create_tensor_over(element_type, shape.into(), properties, keepalive, false) }
-    }
-
-    /// [`create_tensor_raw`](Self::create_tensor_raw) of memory the device may only read, when
-    /// `read_only_for_device` (the NPU driver imports it read-only): the tensor then cannot be bound
-    /// where an inference writes.
-    ///
-    /// # Safety
-    /// As [`create_tensor_raw`](Self::create_tensor_raw).
+    /// As `raw::openvino::remote_tensor`, the public door to it.
     pub(crate) unsafe fn create_tensor_over(
         &self,
         element_type: ElementType,
@@ -259,7 +224,7 @@ impl RemoteContext {
     /// `ov_remote_context_create_tensor_props`: a new `ov_tensor_t` the caller owns.
     ///
     /// # Safety
-    /// As [`create_tensor_raw`](Self::create_tensor_raw).
+    /// As [`create_tensor_over`](Self::create_tensor_over).
     unsafe fn create_native_tensor(
         &self,
         element_type: ElementType,

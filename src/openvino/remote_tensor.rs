@@ -125,7 +125,7 @@ impl RemoteTensor {
 
     /// The raw `ov_tensor_t`, still owned by this tensor; null for a tensor of another binding
     /// ([`external`](Self::external)).
-    pub fn as_raw(&self) -> *mut sys::ov_tensor_t {
+    pub(crate) fn as_raw(&self) -> *mut sys::ov_tensor_t {
         self.handle.as_ptr()
     }
 

@@ -473,7 +473,7 @@ impl Tensor {
     }
 
     /// The raw `ov_tensor_t`, still owned by this tensor.
-    pub fn as_raw(&self) -> *mut sys::ov_tensor_t {
+    pub(crate) fn as_raw(&self) -> *mut sys::ov_tensor_t {
         self.handle.as_ptr()
     }
 

@@ -84,7 +84,7 @@ impl ExportableDeviceMemory {
     /// `ptr` is `len` bytes of exportable device memory of `device` in `context`, valid until
     /// `owner` is dropped, and nothing else writes it while an inference or a SYCL copy of the
     /// crate uses it.
-    pub unsafe fn from_raw(
+    pub(crate) unsafe fn from_raw(
         context: &Arc<SyclContext>,
         device: &SyclDevice,
         ptr: *mut u8,

@@ -27,7 +27,7 @@
 //! let gpu = sycl::devices()?.into_iter().find(|d| d.device_type == DeviceType::Gpu).expect("a GPU");
 //! // A Level Zero context of the GPU's driver, shared with SYCL (`ownership::keep`; the Arc keeps it alive).
 //! // SAFETY: the handle is the runtime's own driver handle of this platform.
-//! let driver = unsafe { level_zero::Driver::from_raw(gpu.native_driver().unwrap()) };
+//! let driver = unsafe { npu_sycl_bridge::raw::level_zero::driver(gpu.native_driver().unwrap()) };
 //! let ze = Arc::new(level_zero::L0Context::create(driver)?);
 //! let ctx = SyclContext::from_level_zero_context(&ze, std::slice::from_ref(&gpu))?;
 //! let queue = Queue::new(&ctx, &gpu)?;

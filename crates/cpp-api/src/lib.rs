@@ -731,7 +731,15 @@ unsafe fn program_sycl_memory(
 ) -> npu_sycl_bridge::Result<ExportableDeviceMemory> {
     let owner: KeepAlive = Arc::new(Release { _callback: buffer.release });
     // SAFETY: this function's contract.
-    unsafe { ExportableDeviceMemory::from_raw(context, device, buffer.data as *mut u8, buffer.bytes, owner) }
+    unsafe {
+        npu_sycl_bridge::raw::sycl::exportable_device_memory(
+            context,
+            device,
+            buffer.data as *mut u8,
+            buffer.bytes,
+            owner,
+        )
+    }
 }
 
 unsafe fn pool_from_sycl(npu: &NpuState, buffers: Vec<ffi::ProgramBuffer>) -> CppResult<Box<PoolState>> {

@@ -36,9 +36,11 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
-use npu_sycl_bridge::level_zero::{self, sys, DeviceType, Driver, INTEL_NPU_DRIVER_UUID};
+use npu_sycl_bridge::level_zero::{self, DeviceType, Driver, INTEL_NPU_DRIVER_UUID};
 use npu_sycl_bridge::npu::NpuContext;
 use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
+use npu_sycl_bridge::raw::level_zero::sys;
+use npu_sycl_bridge::raw::AsRaw;
 use npu_sycl_bridge::strategy::{Auto, Strategy, StrategyKind};
 use npu_sycl_bridge::sycl::{self, Platform, UsmKind};
 use npu_sycl_bridge::{Error, ErrorKind, Path, Reason};
