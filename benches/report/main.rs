@@ -318,6 +318,29 @@ fn report(
             )
         }
     );
+    // Issue 25: a request handed back its own pool tensor costs what a tensor kept bound costs.
+    let pool_target = 1.03;
+    let pool: Vec<_> = worst_zero_copy.iter().filter(|w| w.1 == "pool").collect();
+    let pool_over: Vec<_> = pool.iter().filter(|w| w.3 > pool_target).collect();
+    let _ = writeln!(
+        s,
+        "**Target (pool, reused by its request, within {pool_target}x of the floor at every size):** {} of {} \
+         measurements within{}.\n",
+        pool.len() - pool_over.len(),
+        pool.len(),
+        if pool_over.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; over: {}",
+                pool_over
+                    .iter()
+                    .map(|w| format!("{} {} {:.2}x", w.0, size_label(w.2), w.3))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    );
 
     // ---- import / amortisation ----
     let _ = writeln!(s, "## 2. Import and first-inference cost; amortisation; the pool\n");

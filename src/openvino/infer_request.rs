@@ -217,12 +217,15 @@ impl InferRequest {
         self.ensure_idle(&format_args!("binding a tensor to {port}"))?;
         self.check_index(&port)?;
         let handle = tensor.handle();
-        // A tensor's element type and shape never change (the crate has no set_shape), so a tensor
-        // already bound to this port passed this check: rebinding it each inference (the common
-        // loop) skips two C calls and an allocation.
-        if !self.bound.get(&port).is_some_and(|(h, _)| Arc::ptr_eq(h, handle)) {
-            self.validate(&port, handle)?;
+        // The tensor already bound here passed every check (its type and shape never change), and
+        // the plugin would do nothing with it: the NPU plugin's `ZeroInferRequest::set_tensor`
+        // returns early for the same tensor object (openvino@001daf28,
+        // src/plugins/intel_npu/src/backend/src/zero_infer_request.cpp). So the common loop that
+        // rebinds each inference makes no C call.
+        if self.bound.get(&port).is_some_and(|(h, _)| Arc::ptr_eq(h, handle)) {
+            return Ok(());
         }
+        self.validate(&port, handle)?;
         let writes = self.written_by_inference(&port)?;
         check_writable(&port, handle, writes)?;
         let raw = self.as_raw();
