@@ -251,6 +251,7 @@ fn cmake_build(dir: &str, options: &[String]) -> Result<PathBuf, String> {
             .args(["-S", ".", "-B"])
             .arg(&build)
             .arg(format!("-DCMAKE_PREFIX_PATH={}", native_finder::provisioned_prefix().display()))
+            .arg("-DCMAKE_BUILD_TYPE=Debug")
             .args(options),
     )?;
     run_cmd(Command::new("cmake").arg("--build").arg(&build).args(["--parallel", "2"]))?;

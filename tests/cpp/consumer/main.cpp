@@ -11,7 +11,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 namespace nsb = npu_sycl_bridge;
 
@@ -50,7 +53,27 @@ bool run(ov::CompiledModel& compiled, nsb::SharedTensor& in, nsb::SharedTensor& 
 
 }  // namespace
 
-int main() {
+// Every file this process mapped that lies under one of `dirs`: with `--not-from <dir>`, a runtime of
+// that install must not be loaded (the consumer is meant to run on the user's own installs only).
+std::vector<std::string> mapped_under(const std::vector<std::string>& dirs) {
+  std::vector<std::string> hits;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    for (const auto& d : dirs) {
+      if (path.rfind(d + "/", 0) == 0 && (hits.empty() || hits.back() != path)) hits.push_back(path);
+    }
+  }
+  return hits;
+}
+
+int main(int argc, char** argv) {
+  std::vector<std::string> not_from;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--not-from") not_from.emplace_back(argv[i + 1]);
+  }
   try {
     auto x = std::make_shared<ov::op::v0::Parameter>(ov::element::f32, ov::Shape{1, kN});
     auto y = std::make_shared<ov::op::v1::Subtract>(
@@ -83,6 +106,11 @@ int main() {
     auto pin = pool.tensor(compiled.input());
     auto pout = pool.tensor(compiled.output());
     ok &= run(compiled, pin, pout, "pool");
+    for (const auto& path : mapped_under(not_from)) {
+      std::cerr << "FAIL loaded from an install it must not use: " << path << "\n";
+      ok = false;
+    }
+    if (!not_from.empty() && ok) std::cout << "ok   nothing loaded from the runtimes the bridge was built with\n";
     return ok ? 0 : 1;
   } catch (const nsb::Error& e) {
     std::cerr << nsb::to_string(e.kind()) << ": " << e.what() << "\n" << e.explanation() << "\n";
