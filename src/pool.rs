@@ -235,7 +235,7 @@ impl<M: NpuMemory> NpuPool<M> {
         let port = ports.get(index).ok_or_else(|| {
             Error::invalid_argument(format!("the model has {} {what}s, not {what} {index}", ports.len()))
         })?;
-        let shape = port.shape.clone().ok_or_else(|| {
+        let shape = port.shape.as_ref().ok_or_else(|| {
             Error::shape(format!("{what} {index} ({:?}) has a dynamic shape; use NpuPool::tensor", port.name))
         })?;
         if let Some(bound) = request.sole_binding(output, index) {
@@ -251,7 +251,8 @@ impl<M: NpuMemory> NpuPool<M> {
                 return Ok(t);
             }
         }
-        self.tensor(port.element_type, shape)
+        // Only a miss needs the shape as a value.
+        self.tensor(port.element_type, shape.clone())
     }
 
     /// Allocates a buffer of at least `needed` bytes, first freeing free buffers that are too

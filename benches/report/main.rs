@@ -301,46 +301,11 @@ fn report(
         let _ = std::fs::write(a.out.join(&file), svg);
         let _ = writeln!(s, "![size sweep, {p}]({file})\n");
     }
-    let zero_target = 1.05;
-    let over: Vec<_> = worst_zero_copy.iter().filter(|w| w.3 > zero_target).collect();
-    let _ = writeln!(
-        s,
-        "**Target (zero-copy paths CPU_VA, dma-buf, pool within {zero_target}x of the floor at every size):** {} of {} \
-         measurements within{}.\n",
-        worst_zero_copy.len() - over.len(),
-        worst_zero_copy.len(),
-        if over.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; over: {}",
-                over.iter().map(|w| format!("{} {} {} {:.2}x", w.0, w.1, size_label(w.2), w.3)).collect::<Vec<_>>().join(", ")
-            )
-        }
-    );
+    let all: Vec<_> = worst_zero_copy.iter().collect();
+    target_line(&mut s, "zero-copy paths CPU_VA, dma-buf, pool", 1.05, &all, |w| format!("{} {}", w.0, w.1));
     // Issue 25: a request handed back its own pool tensor costs what a tensor kept bound costs.
-    let pool_target = 1.03;
     let pool: Vec<_> = worst_zero_copy.iter().filter(|w| w.1 == "pool").collect();
-    let pool_over: Vec<_> = pool.iter().filter(|w| w.3 > pool_target).collect();
-    let _ = writeln!(
-        s,
-        "**Target (pool, reused by its request, within {pool_target}x of the floor at every size):** {} of {} \
-         measurements within{}.\n",
-        pool.len() - pool_over.len(),
-        pool.len(),
-        if pool_over.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; over: {}",
-                pool_over
-                    .iter()
-                    .map(|w| format!("{} {} {:.2}x", w.0, size_label(w.2), w.3))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        }
-    );
+    target_line(&mut s, "pool, reused by its request,", 1.03, &pool, |w| w.0.clone());
 
     // ---- import / amortisation ----
     let _ = writeln!(s, "## 2. Import and first-inference cost; amortisation; the pool\n");
@@ -571,4 +536,28 @@ fn report(
     let _ = std::fs::write(a.out.join("vnpu.svg"), svg);
     let _ = writeln!(s, "\n![virtual NPU overhead](vnpu.svg)\n");
     s
+}
+
+/// One "**Target (...)**" line: how many of `points` (profile, path, size, ratio to the floor) are
+/// within `target`, and those over it, each named by `name` and its size.
+fn target_line(
+    s: &mut String,
+    what: &str,
+    target: f64,
+    points: &[&(String, String, usize, f64)],
+    name: impl Fn(&(String, String, usize, f64)) -> String,
+) {
+    let over: Vec<_> = points.iter().filter(|w| w.3 > target).collect();
+    let listed = if over.is_empty() {
+        String::new()
+    } else {
+        let each: Vec<_> = over.iter().map(|w| format!("{} {} {:.2}x", name(w), size_label(w.2), w.3)).collect();
+        format!("; over: {}", each.join(", "))
+    };
+    let _ = writeln!(
+        s,
+        "**Target ({what} within {target}x of the floor at every size):** {} of {} measurements within{listed}.\n",
+        points.len() - over.len(),
+        points.len(),
+    );
 }

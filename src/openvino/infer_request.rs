@@ -244,10 +244,10 @@ impl InferRequest {
             }
         };
         check(status, || format!("binding a tensor to {port}"))?;
+        // Another tensor than the one bound here (the same one returned above): the old one is
+        // retired until the next inference finished.
         if let Some((old, _)) = self.bound.insert(port, (handle.clone(), writes)) {
-            if !Arc::ptr_eq(&old, handle) {
-                self.retired.push(old);
-            }
+            self.retired.push(old);
         }
         Ok(())
     }
