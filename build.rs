@@ -22,12 +22,16 @@ fn main() {
     // docs.rs and `cargo doc` need no native library at all.
     let docs_only = std::env::var_os("DOCS_RS").is_some();
 
-    match native_finder::find_openvino() {
+    // A cross build (Windows from Linux) cannot bake a path of the build machine into the target.
+    let cross = std::env::var("CARGO_CFG_TARGET_OS").ok().as_deref() != Some(std::env::consts::OS);
+    let found = if cross { Err(None) } else { native_finder::find_openvino().map_err(Some) };
+    match found {
         Ok(found) => {
             println!("cargo:rustc-env=NPU_SYCL_BRIDGE_OPENVINO_C={}", found.library.display());
             println!("cargo:warning=npu-sycl-bridge: OpenVINO: {found}");
         }
-        Err(nf) => {
+        Err(None) => println!("cargo:rustc-env=NPU_SYCL_BRIDGE_OPENVINO_C="),
+        Err(Some(nf)) => {
             println!("cargo:rustc-env=NPU_SYCL_BRIDGE_OPENVINO_C=");
             if !docs_only {
                 println!(

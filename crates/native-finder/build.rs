@@ -14,8 +14,11 @@ fn main() {
     for var in ["PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
-    let openvino = python("import openvino, os; print(os.path.dirname(openvino.__file__))");
-    let sycl = python("import importlib.metadata as m, sys; m.distribution('intel-sycl-rt'); print(sys.prefix)");
+    // The build machine's python3 knows only its own OS's packages: a cross build asks nothing.
+    let native = std::env::var("CARGO_CFG_TARGET_OS").ok().as_deref() == Some(std::env::consts::OS);
+    let ask = |code: &str| if native { python(code) } else { None };
+    let openvino = ask("import openvino, os; print(os.path.dirname(openvino.__file__))");
+    let sycl = ask("import importlib.metadata as m, sys; m.distribution('intel-sycl-rt'); print(sys.prefix)");
     println!("cargo:rustc-env=NATIVE_FINDER_PIP_OPENVINO={}", openvino.unwrap_or_default());
     println!("cargo:rustc-env=NATIVE_FINDER_PIP_SYCL_PREFIX={}", sycl.unwrap_or_default());
 }

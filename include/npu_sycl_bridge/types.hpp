@@ -90,6 +90,8 @@ enum class SharingPath : ::std::uint8_t {
   sycl = 10,
   // A Level Zero device copy.
   device_copy = 11,
+  // An NT handle imported by the NPU (SHARED_BUF on Windows).
+  nt_handle = 12,
 };
 #endif // CXXBRIDGE1_ENUM_npu_sycl_bridge$SharingPath
 
@@ -135,6 +137,8 @@ enum class Reason : ::std::uint8_t {
   no_copy_queue = 17,
   // No strategy works here, or none serves the tensor.
   no_strategy = 18,
+  // The driver does not import NT handles (Windows).
+  no_nt_handle_import = 19,
 };
 #endif // CXXBRIDGE1_ENUM_npu_sycl_bridge$Reason
 

@@ -115,6 +115,8 @@ pub enum Path {
     Sycl,
     /// A Level Zero device copy.
     DeviceCopy,
+    /// An NT handle imported by the NPU (`SHARED_BUF` on Windows).
+    NtHandle,
 }
 
 impl Path {
@@ -132,8 +134,13 @@ impl Path {
             Path::Npu => "NPU",
             Path::Sycl => "SYCL",
             Path::DeviceCopy => "device copy",
+            Path::NtHandle => "NT handle",
         }
     }
+
+    /// The path of shareable-memory handles on this OS: [`DmaBuf`](Self::DmaBuf) on Linux,
+    /// [`NtHandle`](Self::NtHandle) on Windows.
+    pub const SHARED_HANDLE: Path = if cfg!(windows) { Path::NtHandle } else { Path::DmaBuf };
 }
 
 impl fmt::Display for Path {
@@ -208,6 +215,7 @@ impl Error {
 
     /// The same kind, message and explanation, without the source (for reporting an error that
     /// stays where it is).
+    #[cfg(feature = "sycl")]
     pub(crate) fn detached(&self) -> Error {
         Error {
             kind: self.kind.clone(),

@@ -50,11 +50,14 @@ pub enum Reason {
     NoCopyQueue,
     /// No strategy in Auto's order works here, or none serves the tensor.
     NoStrategy,
+    /// The device's Level Zero driver does not list `OPAQUE_WIN32` among its import types
+    /// (Windows: no NT-handle import).
+    NoNtHandleImport,
 }
 
 impl Reason {
     /// Every reason, for tests and tools that list them.
-    pub const ALL: [Reason; 18] = [
+    pub const ALL: [Reason; 19] = [
         Reason::NotTheNpu,
         Reason::NoDmaBufImport,
         Reason::NotExportable,
@@ -73,6 +76,7 @@ impl Reason {
         Reason::ProbeMismatch,
         Reason::NoCopyQueue,
         Reason::NoStrategy,
+        Reason::NoNtHandleImport,
     ];
 
     /// A short name in snake case (`"no_dma_buf_import"`), as the C++ API and the doctor's JSON
@@ -97,6 +101,7 @@ impl Reason {
             Reason::ProbeMismatch => "probe_mismatch",
             Reason::NoCopyQueue => "no_copy_queue",
             Reason::NoStrategy => "no_strategy",
+            Reason::NoNtHandleImport => "no_nt_handle_import",
         }
     }
 
@@ -203,6 +208,11 @@ impl Reason {
             Reason::NoStrategy => {
                 "each strategy tried is listed with the error that ruled it out; npu-sycl-doctor tries every path \
                  and says what the drivers support"
+            }
+            Reason::NoNtHandleImport => {
+                "the device's Level Zero driver does not list OPAQUE_WIN32 among its import types, so it imports \
+                 no NT handle. For the NPU, use CPU_VA memory (a PageAlignedBuffer) where the driver imports \
+                 system memory, or an L0 host tensor"
             }
         }
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{api, check, require, sys, AllocationInfo, Driver, HostMemFlags, L0Allocation, L0Device, MemoryType};
 use crate::error::{Error, Path, Reason, Result};
+use crate::memory::OwnedShared;
 use crate::ownership::{DeferredErrors, Foreign};
 
 /// A Level Zero context (`ze_context_handle_t`).
@@ -207,13 +208,14 @@ impl L0Context {
     ///
     /// # Safety
     /// `desc` and its `pNext` chain are valid Level Zero structures for `zeMemAllocHost`; if the
-    /// chain imports an fd, `keep_fd` is that fd (or the caller keeps it open as documented).
+    /// chain imports an fd or NT handle, `keep` is that handle (or the caller keeps it open as
+    /// documented).
     pub(crate) unsafe fn alloc_host_with(
         self: &Arc<Self>,
         desc: &sys::ze_host_mem_alloc_desc_t,
         size: usize,
         align: usize,
-        keep_fd: Option<std::os::fd::OwnedFd>,
+        keep: Option<OwnedShared>,
     ) -> Result<L0Allocation> {
         let api = api()?;
         self.check_deferred()?;
@@ -222,7 +224,7 @@ impl L0Context {
         let r = unsafe { api.zeMemAllocHost(self.handle, desc, size, align, &mut ptr) };
         check(r, "zeMemAllocHost")?;
         // SAFETY: ptr was just allocated in this context with `size` bytes.
-        unsafe { L0Allocation::adopt(self.clone(), ptr, size, MemoryType::Host, None, keep_fd, "zeMemAllocHost") }
+        unsafe { L0Allocation::adopt(self.clone(), ptr, size, MemoryType::Host, None, keep, "zeMemAllocHost") }
     }
 
     /// `zeMemAllocDevice` with a caller-built descriptor.
@@ -235,7 +237,7 @@ impl L0Context {
         device: L0Device,
         size: usize,
         align: usize,
-        keep_fd: Option<std::os::fd::OwnedFd>,
+        keep: Option<OwnedShared>,
     ) -> Result<L0Allocation> {
         let api = api()?;
         self.check_device(device)?;
@@ -246,7 +248,7 @@ impl L0Context {
         check(r, "zeMemAllocDevice")?;
         // SAFETY: ptr was just allocated in this context with `size` bytes.
         unsafe {
-            L0Allocation::adopt(self.clone(), ptr, size, MemoryType::Device, Some(device), keep_fd, "zeMemAllocDevice")
+            L0Allocation::adopt(self.clone(), ptr, size, MemoryType::Device, Some(device), keep, "zeMemAllocDevice")
         }
     }
 

@@ -1,26 +1,21 @@
-//! External memory: dma-buf export and import.
-//!
-//! **Who owns the fd** (the drivers differ; [`Driver::fd_rules`](super::Driver::fd_rules) says which
-//! rule a driver follows, and these functions follow it):
-//! - [`L0Allocation::export_dma_buf`] returns an [`OwnedFd`]: the caller owns it and closes it
-//!   (dropping it does). Where the driver's export fd is its own (compute-runtime: one fd per
-//!   allocation, closed by `zeMemFree`) the caller gets a duplicate; the NPU driver's export is a new
-//!   fd already. The exported buffer stays valid while either the allocation or any fd to it (or
-//!   any import of it) lives.
-//! - [`L0Context::import_dma_buf`] borrows the fd: the driver makes its own reference to the buffer,
-//!   so the caller keeps ownership and may close the fd after the call returns. A driver that closes
-//!   what it imports (compute-runtime 26.14.37833 on) is given a duplicate.
-//! - [`L0Context::import_dma_buf_owned`] takes the fd by value and keeps it open for as long as the
-//!   allocation lives; it is closed exactly once, after `zeMemFree`. Use it when you do not want to
-//!   rely on the driver's reference.
+//! External memory: the import and export types, and the OS's handles to shareable memory —
+//! dma-buf fds on Linux (`external/dma_buf.rs`), NT handles on Windows (`external/nt_handle.rs`). Each module says who
+//! owns and closes each handle, following what the drivers do.
 
-use std::ffi::c_void;
 use std::fmt;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
-use super::{api, check, sys, L0Allocation, L0Context, L0Device};
+use super::{sys, L0Allocation, L0Context, L0Device};
 use crate::error::{Error, Path, Reason, Result};
+use crate::memory::OwnedShared;
+
+#[cfg(unix)]
+mod dma_buf;
+#[cfg(windows)]
+mod nt_handle;
+
+#[cfg(unix)]
+pub use self::dma_buf::dup_fd;
 
 /// `ze_external_memory_type_flags_t`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -33,6 +28,15 @@ impl ExternalMemoryTypes {
     pub const OPAQUE_FD: Self = Self(sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD);
     /// `ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF`: Linux dma-buf fds.
     pub const DMA_BUF: Self = Self(sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF);
+    /// `ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_WIN32`: Windows NT handles.
+    pub const OPAQUE_WIN32: Self = Self(sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_WIN32);
+    /// `ZE_EXTERNAL_MEMORY_TYPE_FLAG_D3D12_HEAP`: D3D12 heaps (NT handles).
+    pub const D3D12_HEAP: Self = Self(sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_D3D12_HEAP);
+    /// `ZE_EXTERNAL_MEMORY_TYPE_FLAG_D3D12_RESOURCE`: D3D12 resources (NT handles).
+    pub const D3D12_RESOURCE: Self = Self(sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_D3D12_RESOURCE);
+    /// The handle type of shareable memory on this OS: [`DMA_BUF`](Self::DMA_BUF) on Linux,
+    /// [`OPAQUE_WIN32`](Self::OPAQUE_WIN32) on Windows.
+    pub const SHARED_HANDLE: Self = if cfg!(windows) { Self::OPAQUE_WIN32 } else { Self::DMA_BUF };
     /// `ZE_EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION` (0x100): ordinary page-aligned process
     /// memory (the NPU's system-memory import, OpenVINO's CPU_VA).
     pub const STANDARD_ALLOCATION: Self = Self(sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION);
@@ -61,16 +65,21 @@ impl std::ops::BitOr for ExternalMemoryTypes {
 impl fmt::Debug for ExternalMemoryTypes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut names = Vec::new();
+        let mut known = 0;
         for (flag, name) in [
             (Self::OPAQUE_FD, "OPAQUE_FD"),
+            (Self::OPAQUE_WIN32, "OPAQUE_WIN32"),
+            (Self::D3D12_HEAP, "D3D12_HEAP"),
+            (Self::D3D12_RESOURCE, "D3D12_RESOURCE"),
             (Self::DMA_BUF, "DMA_BUF"),
             (Self::STANDARD_ALLOCATION, "STANDARD_ALLOCATION"),
         ] {
+            known |= flag.0;
             if self.contains(flag) {
                 names.push(name.to_string());
             }
         }
-        let rest = self.0 & !(Self::OPAQUE_FD.0 | Self::DMA_BUF.0 | Self::STANDARD_ALLOCATION.0);
+        let rest = self.0 & !known;
         if rest != 0 {
             names.push(format!("{rest:#x}"));
         }
@@ -79,19 +88,21 @@ impl fmt::Debug for ExternalMemoryTypes {
 }
 
 impl L0Context {
-    /// `zeMemAllocDevice` with `ze_external_memory_export_desc_t{DMA_BUF}`: device memory that
-    /// [`L0Allocation::export_dma_buf`] can export.
+    /// `zeMemAllocDevice` with `ze_external_memory_export_desc_t{DMA_BUF}` (`{OPAQUE_WIN32}` on
+    /// Windows): device memory that `L0Allocation::export_dma_buf` (`export_nt_handle`) can export.
+    /// compute-runtime makes an NT handle only for memory allocated so (its WDDM
+    /// `Context::isShareableMemory`).
     ///
     /// # Errors
-    /// [`Unsupported`](crate::ErrorKind::Unsupported) when the device does not list DMA_BUF in its
-    /// export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
+    /// [`Unsupported`](crate::ErrorKind::Unsupported) when the device does not list DMA_BUF
+    /// (OPAQUE_WIN32) in its export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
     pub fn alloc_device_exportable(
         self: &Arc<Self>,
         device: L0Device,
         size: usize,
         align: usize,
     ) -> Result<L0Allocation> {
-        let export = dma_buf_export_desc(device)?;
+        let export = export_desc(device)?;
         let desc = sys::ze_device_mem_alloc_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
             pNext: std::ptr::addr_of!(export).cast(),
@@ -102,22 +113,22 @@ impl L0Context {
         unsafe { self.alloc_device_with(&desc, device, size, align, None) }
     }
 
-    /// `zeMemAllocHost` with `ze_external_memory_export_desc_t{DMA_BUF}` (the chain's first entry,
-    /// the only one the NPU driver reads): host memory that [`L0Allocation::export_dma_buf`] can
-    /// export. The NPU driver exports only memory allocated so (and its imports): linux-npu-driver
+    /// `zeMemAllocHost` with `ze_external_memory_export_desc_t{DMA_BUF}` (`{OPAQUE_WIN32}` on
+    /// Windows; the chain's first entry, the only one the NPU driver reads): host memory that
+    /// `L0Allocation::export_dma_buf` (`export_nt_handle`) can export. The NPU driver exports only memory allocated so (and its imports): linux-npu-driver
     /// 1.32.1 `umd/level_zero_driver/api/ze_memory.cpp` `zeMemAllocHost` → `Location::ExternalHost`,
     /// `VPUBufferObject::exportToFd`.
     ///
     /// # Errors
-    /// [`Unsupported`](crate::ErrorKind::Unsupported) when `device` does not list DMA_BUF in its
-    /// export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
+    /// [`Unsupported`](crate::ErrorKind::Unsupported) when `device` does not list DMA_BUF
+    /// (OPAQUE_WIN32) in its export types; [`LevelZero`](crate::ErrorKind::LevelZero) when the allocation fails.
     pub fn alloc_host_exportable(
         self: &Arc<Self>,
         device: L0Device,
         size: usize,
         align: usize,
     ) -> Result<L0Allocation> {
-        let export = dma_buf_export_desc(device)?;
+        let export = export_desc(device)?;
         let desc = sys::ze_host_mem_alloc_desc_t {
             stype: sys::ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
             pNext: std::ptr::addr_of!(export).cast(),
@@ -126,179 +137,33 @@ impl L0Context {
         // SAFETY: the chain is one export descriptor, valid for zeMemAllocHost, alive for the call.
         unsafe { self.alloc_host_with(&desc, size, align, None) }
     }
-
-    /// Imports a dma-buf: `zeMemAllocDevice` on `device` (or `zeMemAllocHost` when `device` is
-    /// `None`) with `ze_external_memory_import_fd_t{DMA_BUF, fd}`, mapping `size` bytes of it.
-    ///
-    /// The fd is borrowed: the caller keeps it and may close it once this returns (see the
-    /// module docs). `size` must not exceed the buffer.
-    pub fn import_dma_buf(
-        self: &Arc<Self>,
-        device: Option<L0Device>,
-        fd: BorrowedFd<'_>,
-        size: usize,
-    ) -> Result<L0Allocation> {
-        // SAFETY: a borrowed, open fd for the duration of the call; nothing is kept.
-        unsafe { self.import_fd(device, fd.as_raw_fd(), size, None) }
-    }
-
-    /// Like [`import_dma_buf`](Self::import_dma_buf), but takes ownership of `fd`: it stays open
-    /// while the allocation lives and is closed once, after `zeMemFree`. On error it is closed
-    /// before this returns.
-    pub fn import_dma_buf_owned(
-        self: &Arc<Self>,
-        device: Option<L0Device>,
-        fd: OwnedFd,
-        size: usize,
-    ) -> Result<L0Allocation> {
-        let raw = fd.as_raw_fd();
-        // SAFETY: `fd` is open and moves into the allocation.
-        unsafe { self.import_fd(device, raw, size, Some(fd)) }
-    }
-
-    /// # Safety
-    /// `fd` is open for the duration of the call; `keep` is `fd` itself or `None`.
-    unsafe fn import_fd(
-        self: &Arc<Self>,
-        device: Option<L0Device>,
-        fd: i32,
-        size: usize,
-        keep: Option<OwnedFd>,
-    ) -> Result<L0Allocation> {
-        if let Some(device) = device {
-            let ext = device.external_memory_properties()?;
-            if !ext.import.contains(ExternalMemoryTypes::DMA_BUF) {
-                return Err(Error::unsupported(
-                    Path::DmaBuf,
-                    Reason::NoDmaBufImport,
-                    format!("{device:?} cannot import dma-buf memory (import types {:?})", ext.import),
-                ));
-            }
-        }
-        // A driver that closes the fd of a successful import gets a duplicate of ours; on failure the
-        // duplicate is still ours and closes when `given` drops.
-        let mut given = None;
-        if self.driver().fd_rules()?.import_closes_fd {
-            // SAFETY: `fd` is open for the duration of the call (caller contract).
-            given = Some(dup_fd(unsafe { BorrowedFd::borrow_raw(fd) })?);
-        }
-        let import = sys::ze_external_memory_import_fd_t {
-            stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_FD,
-            pNext: std::ptr::null(),
-            flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
-            fd: given.as_ref().map_or(fd, |g| g.as_raw_fd()),
-        };
-        let result = match device {
-            Some(device) => {
-                let desc = sys::ze_device_mem_alloc_desc_t {
-                    stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
-                    pNext: std::ptr::addr_of!(import).cast(),
-                    flags: 0,
-                    ordinal: 0,
-                };
-                // SAFETY: the chain is one import descriptor whose fd is open (caller contract).
-                unsafe { self.alloc_device_with(&desc, device, size, 0, keep) }
-            }
-            None => {
-                let desc = sys::ze_host_mem_alloc_desc_t {
-                    stype: sys::ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
-                    pNext: std::ptr::addr_of!(import).cast(),
-                    flags: 0,
-                };
-                // SAFETY: as above.
-                unsafe { self.alloc_host_with(&desc, size, 4096, keep) }
-            }
-        };
-        if let (Ok(_), Some(g)) = (&result, given) {
-            // The driver closed it.
-            let _ = g.into_raw_fd();
-        }
-        result
-    }
 }
 
-/// `ze_external_memory_export_desc_t{DMA_BUF}`, once `device` says it exports dma-bufs.
-fn dma_buf_export_desc(device: L0Device) -> Result<sys::ze_external_memory_export_desc_t> {
+/// `ze_external_memory_export_desc_t` of this OS's handle type, once `device` says it exports it.
+fn export_desc(device: L0Device) -> Result<sys::ze_external_memory_export_desc_t> {
     let ext = device.external_memory_properties()?;
-    if !ext.export.contains(ExternalMemoryTypes::DMA_BUF) {
+    let wanted = ExternalMemoryTypes::SHARED_HANDLE;
+    if !ext.export.contains(wanted) {
         return Err(Error::unsupported(
-            Path::DmaBuf,
+            Path::SHARED_HANDLE,
             Reason::NotExportable,
-            format!("{device:?} cannot export dma-buf memory (export types {:?})", ext.export),
+            format!("{device:?} cannot export {} memory (export types {:?})", Path::SHARED_HANDLE, ext.export),
         ));
     }
     Ok(sys::ze_external_memory_export_desc_t {
         stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_DESC,
         pNext: std::ptr::null(),
-        flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+        flags: wanted.bits(),
     })
 }
 
-/// `fcntl(F_DUPFD_CLOEXEC)`: a new fd for the same open file, owned by the caller. Use it to give
-/// an fd away (to the NPU's import, which takes it by value) while keeping yours.
-pub fn dup_fd(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
-    fd.try_clone_to_owned().map_err(|e| Error::io(format!("duplicating fd {}", fd.as_raw_fd()), e))
-}
-
 impl L0Allocation {
-    /// Exports the allocation as a dma-buf fd (`zeMemGetAllocProperties` with
-    /// `ze_external_memory_export_fd_t{DMA_BUF}`). Each call returns a new fd that the caller owns
-    /// and closes (a duplicate where the driver keeps its export fd). On the NPU driver the
-    /// allocation must have been made exportable ([`L0Context::alloc_host_exportable`],
-    /// [`L0Context::alloc_device_exportable`]) or be a dma-buf import.
-    pub fn export_dma_buf(&self) -> Result<OwnedFd> {
-        self.context().export_dma_buf(self.as_ptr())
-    }
-}
-
-impl L0Context {
-    /// Exports the allocation of this context that starts at `ptr` as a dma-buf fd the caller owns
-    /// (`zeMemGetAllocProperties` with `ze_external_memory_export_fd_t{DMA_BUF}`; a duplicate where
-    /// the driver keeps its own export fd). The NPU driver exports only buffer objects allocated
-    /// with an export descriptor and its dma-buf imports, a new fd per call; any other allocation is
-    /// `NOT_AVAILABLE` (linux-npu-driver 1.32.1 `L0Context::getMemAllocProperties`,
-    /// `VPUBufferObject::exportToFd`). compute-runtime exports any host or device allocation (pooled
-    /// USM exports its pool's buffer: allocate exportable to get one of its own) and no shared USM.
-    ///
-    /// # Errors
-    /// [`Unsupported { path: DmaBuf, reason: NotExportable }`](crate::ErrorKind::Unsupported) when the driver returns no
-    /// fd; the driver's error for a pointer that is no allocation of this context.
-    // As memory_properties: the driver looks the address up, never dereferences it.
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn export_dma_buf(&self, ptr: *const c_void) -> Result<OwnedFd> {
-        let api = api()?;
-        // Who owns the fd is known before the driver makes one: nothing can fail between the export
-        // and taking ownership of it (a failure there would leak the fd).
-        let driver_owns_fd = self.driver().fd_rules()?.export_fd_owned_by_driver;
-        let mut export = sys::ze_external_memory_export_fd_t {
-            stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD,
-            pNext: std::ptr::null(),
-            flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
-            fd: -1,
-        };
-        let mut props = sys::ze_memory_allocation_properties_t {
-            stype: sys::ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES,
-            pNext: std::ptr::addr_of_mut!(export).cast(),
-            ..Default::default()
-        };
-        let mut device = std::ptr::null_mut();
-        // SAFETY: a live context; the driver only looks `ptr` up (any value is allowed); the chain is
-        // one export-fd struct alive for the call.
-        let r = unsafe { api.zeMemGetAllocProperties(self.as_raw(), ptr, &mut props, &mut device) };
-        check(r, "zeMemGetAllocProperties")?;
-        if export.fd < 0 {
-            return Err(Error::unsupported(
-                Path::DmaBuf,
-                Reason::NotExportable,
-                "the driver returned no fd for the export",
-            ));
-        }
-        if driver_owns_fd {
-            // SAFETY: the driver's own open fd, valid while the allocation lives (the caller's
-            // allocation is alive for this call); we duplicate it at once.
-            return dup_fd(unsafe { BorrowedFd::borrow_raw(export.fd) });
-        }
-        // SAFETY: this driver returned a new fd that the caller (we) owns (module docs).
-        Ok(unsafe { OwnedFd::from_raw_fd(export.fd) })
+    /// Exports the allocation as this OS's shareable-memory handle, owned by the caller: a dma-buf
+    /// fd on Linux, an NT handle on Windows.
+    pub(crate) fn export_shared(&self) -> Result<OwnedShared> {
+        #[cfg(unix)]
+        return self.export_dma_buf();
+        #[cfg(windows)]
+        return self.export_nt_handle();
     }
 }

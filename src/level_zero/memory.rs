@@ -2,13 +2,13 @@
 
 use std::ffi::c_void;
 use std::fmt;
-use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::context::non_null;
 use super::{api, sys, L0Context, L0Device};
 use crate::error::{Error, Result};
+use crate::memory::OwnedShared;
 
 /// `ze_memory_type_t`: what kind of allocation a pointer is in.
 #[non_exhaustive]
@@ -90,7 +90,7 @@ impl std::ops::BitOr for HostMemFlags {
 /// when dropped.
 ///
 /// It holds an `Arc<L0Context>`: the context cannot be destroyed first. An allocation imported from
-/// an owned fd also keeps that fd open and closes it after `zeMemFree`. A `zeMemFree` that fails
+/// an owned fd (NT handle) also keeps it open and closes it after `zeMemFree`. A `zeMemFree` that fails
 /// in `Drop` is recorded on the context and returned by its next allocation call (or by
 /// [`L0Context::take_deferred_errors`]).
 pub struct L0Allocation {
@@ -98,8 +98,9 @@ pub struct L0Allocation {
     size: usize,
     kind: MemoryType,
     device: Option<L0Device>,
-    // Field order: the fd is closed after Drop::drop has freed the memory; the context after that.
-    imported_fd: Option<OwnedFd>,
+    // Field order: the fd (NT handle) is closed after Drop::drop has freed the memory; the context
+    // after that.
+    imported_from: Option<OwnedShared>,
     context: Arc<L0Context>,
 }
 
@@ -127,18 +128,19 @@ impl L0Allocation {
     }
 
     /// # Safety
-    /// As [`from_raw`](Self::from_raw); `fd` (if any) is the fd the memory was imported from.
+    /// As [`from_raw`](Self::from_raw); `imported_from` (if any) is the fd or NT handle the memory
+    /// was imported from.
     pub(crate) unsafe fn adopt(
         context: Arc<L0Context>,
         ptr: *mut c_void,
         size: usize,
         kind: MemoryType,
         device: Option<L0Device>,
-        imported_fd: Option<OwnedFd>,
+        imported_from: Option<OwnedShared>,
         call: &'static str,
     ) -> Result<L0Allocation> {
         let ptr = non_null(ptr, call)?;
-        Ok(L0Allocation { ptr, size, kind, device, imported_fd, context })
+        Ok(L0Allocation { ptr, size, kind, device, imported_from, context })
     }
 
     /// The start of the allocation (a device VA for device memory).
@@ -256,7 +258,7 @@ impl fmt::Debug for L0Allocation {
             .field("ptr", &self.ptr)
             .field("size", &self.size)
             .field("kind", &self.kind)
-            .field("imported_fd", &self.imported_fd)
+            .field("imported_from", &self.imported_from)
             .finish()
     }
 }

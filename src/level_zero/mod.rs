@@ -48,7 +48,9 @@ mod memory;
 pub use self::context::L0Context;
 pub use self::device::{DeviceProperties, DeviceType, ExternalMemoryProperties, L0Device, QueueGroup};
 pub use self::driver::{ApiVersion, Driver, DriverProperties, Extension, INTEL_NPU_DRIVER_UUID};
-pub use self::external::{dup_fd, ExternalMemoryTypes};
+#[cfg(unix)]
+pub use self::external::dup_fd;
+pub use self::external::ExternalMemoryTypes;
 pub use self::memory::{AllocationInfo, HostMemFlags, L0Allocation, MemoryType};
 
 pub(crate) use level_zero_sys as sys;

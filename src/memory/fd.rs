@@ -1,11 +1,8 @@
 //! dma-buf fds: whether one is open, the size and identity of the buffer behind it.
 
-use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Arc;
+use std::os::fd::RawFd;
 
-use super::DmaBufFd;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ownership::KeepAlive;
 
 /// `Ok` when `fd` refers to an open file (fstat succeeds).
 pub(crate) fn check_open(fd: RawFd) -> Result<()> {
@@ -50,22 +47,4 @@ pub(crate) fn fd_buffer(raw: RawFd) -> Result<(usize, (u64, u64))> {
         }
     }
     Ok((size, (st.st_dev, st.st_ino)))
-}
-
-impl DmaBufFd {
-    pub(crate) fn raw(&self) -> RawFd {
-        match self {
-            DmaBufFd::Owned(fd) => fd.as_raw_fd(),
-            DmaBufFd::Borrowed(raw) => *raw,
-        }
-    }
-
-    /// What the tensor must keep to keep the fd open: a fresh export's fd (a borrowed fd is kept
-    /// open by the memory, which the tensor keeps anyway).
-    pub(crate) fn into_keepalive(self) -> Option<KeepAlive> {
-        match self {
-            DmaBufFd::Owned(fd) => Some(Arc::new(fd)),
-            DmaBufFd::Borrowed(_) => None,
-        }
-    }
 }

@@ -5,9 +5,10 @@
 //! | memory | [`MemoryKind`] | how the NPU imports it (`MEM_TYPE`) | host views of the tensor | its owner once imported |
 //! |--------|----------------|-------------------------------------|--------------------------|-------------------------|
 //! | [`PageAlignedBuffer`] | `PageAligned` | CPU_VA (NPU 40xx+) | yes | the tensor |
-//! | [`OwnedFd`] of a dma-buf | `DmaBuf` | SHARED_BUF | no: the exporter may still write it | the tensor keeps the fd open and closes it once |
+//! | `OwnedFd` of a dma-buf (Linux) | `DmaBuf` | SHARED_BUF | no: the exporter may still write it | the tensor keeps the fd open and closes it once |
+//! | `NtHandleMemory` (Windows) | `NtHandle` | SHARED_BUF | no: the exporter may still write it | the tensor keeps the handle open and closes it once |
 //! | [`L0Allocation`] host/shared | `LevelZero(..)` | CPU_VA | yes | the tensor |
-//! | [`L0Allocation`] device (exportable) | `LevelZero(Device)` | SHARED_BUF of a fresh export | no: the driver's export may be imported elsewhere | the tensor (allocation and the export's fd) |
+//! | [`L0Allocation`] device (exportable) | `LevelZero(Device)` | SHARED_BUF of a fresh export | no: the driver's export may be imported elsewhere | the tensor (allocation and the export's fd or handle) |
 //! | [`RawMemory`] (`unsafe`) | `Raw` | CPU_VA | yes (the caller promised exclusivity) | the keep-alive the caller gave |
 //! | `sycl::UsmBuffer` host/shared | `SyclUsm(..)` | CPU_VA | yes | the tensor |
 //! | `sycl::ExportableDeviceMemory` | `SyclExportable` | SHARED_BUF of a fresh export | yes, unless the program exported it itself | the tensor (allocation and the export's fd) |
@@ -16,22 +17,31 @@
 //! driver imports system memory ([`NpuCapabilities::sysmem_import`](crate::npu::NpuCapabilities::sysmem_import)),
 //! and on real Intel laptops cannot pin the GPU driver's USM (SYCL or Level Zero host/shared
 //! memory): the import then fails with [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)
-//! naming dma-buf as the way that works. SHARED_BUF needs the driver's `DMA_BUF` import type.
-//! SYCL device USM and Level Zero device memory that was not allocated exportable have no
-//! CPU address and no fd: they are refused with the reason.
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+//! naming dma-buf as the way that works. SHARED_BUF needs the driver's `DMA_BUF` import type on
+//! Linux and `OPAQUE_WIN32` on Windows. SYCL device USM and Level Zero device memory that was not
+//! allocated exportable have no CPU address, no fd and no NT handle: they are refused with the reason.
+#[cfg(unix)]
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
 
 use crate::error::{Error, Path, Reason, Result};
 use crate::level_zero::{self, L0Allocation};
 use crate::openvino::{KeepAlive, MemType};
 
+#[cfg(unix)]
 mod fd;
+#[cfg(windows)]
+mod nt_handle;
 mod page_aligned;
+mod shared_handle;
 mod size;
 
+#[cfg(unix)]
 pub(crate) use self::fd::{check_open, fd_buffer};
+#[cfg(windows)]
+pub use self::nt_handle::NtHandleMemory;
 pub use self::page_aligned::{PageAlignedBuffer, PAGE_SIZE};
+pub(crate) use self::shared_handle::{OwnedShared, SharedHandle};
 pub(crate) use self::size::{round_up_to_page, tensor_bytes};
 
 /// Memory the NPU can use: turned into an NPU tensor by
@@ -52,6 +62,8 @@ pub enum MemoryKind {
     PageAligned,
     /// A dma-buf fd from any exporter (a GPU driver, a camera, a video decoder).
     DmaBuf,
+    /// An NT handle to shareable memory (Windows: a GPU driver's `OPAQUE_WIN32` export).
+    NtHandle,
     /// A Level Zero allocation of this kind.
     LevelZero(level_zero::MemoryType),
     /// [`RawMemory`]: a pointer, a length and a keep-alive from the caller.
@@ -69,7 +81,7 @@ impl MemoryKind {
     pub fn mem_type(self) -> Option<MemType> {
         match self {
             MemoryKind::PageAligned | MemoryKind::Raw => Some(MemType::CpuVa),
-            MemoryKind::DmaBuf => Some(MemType::SharedBuf),
+            MemoryKind::DmaBuf | MemoryKind::NtHandle => Some(MemType::SharedBuf),
             MemoryKind::LevelZero(k) if k.is_host_accessible() => Some(MemType::CpuVa),
             MemoryKind::LevelZero(level_zero::MemoryType::Device) => Some(MemType::SharedBuf),
             MemoryKind::LevelZero(_) => None,
@@ -134,7 +146,7 @@ pub(crate) struct SyclOrigin {
     pub(crate) len: usize,
 }
 
-pub(crate) use self::sealed::{DmaBufFd, Region};
+pub(crate) use self::sealed::Region;
 
 pub(crate) mod sealed {
     use super::*;
@@ -144,17 +156,10 @@ pub(crate) mod sealed {
     pub enum Region {
         /// CPU-addressable memory, imported as CPU_VA.
         Host { ptr: NonNull<u8>, len: usize },
-        /// A dma-buf, imported as SHARED_BUF: an fd that is open for the import (owned by the import
-        /// when it is a fresh export, else kept open by the memory), and the bytes that may be used.
-        DmaBuf { fd: DmaBufFd, len: usize },
-    }
-
-    /// The fd of a [`Region::DmaBuf`].
-    pub enum DmaBufFd {
-        /// A fresh fd (an export made for this import): the tensor keeps it and closes it once.
-        Owned(OwnedFd),
-        /// The memory's own fd: open while the memory (which the tensor keeps) lives.
-        Borrowed(RawFd),
+        /// Shareable memory (a dma-buf fd, an NT handle), imported as SHARED_BUF: a handle that is
+        /// open for the import (owned by the import when it is a fresh export, else kept open by
+        /// the memory), and the bytes that may be used.
+        Shared { handle: SharedHandle, len: usize },
     }
 
     /// How the crate imports each kind: the [`Region`], whether a tensor over it may have host
@@ -205,10 +210,11 @@ impl NpuMemory for PageAlignedBuffer {
     }
 }
 
+#[cfg(unix)]
 impl sealed::Sealed for OwnedFd {
     fn region(&self) -> Result<Region> {
         // The import measures the buffer behind the fd; nothing smaller limits it.
-        Ok(Region::DmaBuf { fd: DmaBufFd::Borrowed(self.as_raw_fd()), len: usize::MAX })
+        Ok(Region::Shared { handle: SharedHandle::Borrowed(self.as_raw_fd()), len: usize::MAX })
     }
     fn exclusive(&self) -> bool {
         false
@@ -222,6 +228,7 @@ impl sealed::Sealed for OwnedFd {
         let _ = std::os::fd::IntoRawFd::into_raw_fd(self);
     }
 }
+#[cfg(unix)]
 impl NpuMemory for OwnedFd {
     fn memory_kind(&self) -> MemoryKind {
         MemoryKind::DmaBuf
@@ -240,16 +247,19 @@ impl sealed::Sealed for L0Allocation {
             return Ok(Region::Host { ptr, len: self.len() });
         }
         if kind == level_zero::MemoryType::Device {
-            let fd = self.export_dma_buf().map_err(|e| {
+            let handle = self.export_shared().map_err(|e| {
                 Error::unsupported(
-                    Path::DmaBuf,
+                    Path::SHARED_HANDLE,
                     Reason::NotExportable,
-                    "Level Zero device memory reaches the NPU only as a dma-buf, and this allocation cannot be \
-                     exported: allocate it with Context::alloc_device_exportable",
+                    format!(
+                        "Level Zero device memory reaches the NPU only as {}, and this allocation cannot be \
+                         exported: allocate it with Context::alloc_device_exportable",
+                        Path::SHARED_HANDLE.as_str()
+                    ),
                 )
                 .with_source(e)
             })?;
-            return Ok(Region::DmaBuf { fd: DmaBufFd::Owned(fd), len: self.len() });
+            return Ok(Region::Shared { handle: SharedHandle::Owned(handle), len: self.len() });
         }
         Err(Error::invalid_argument(format!("a Level Zero allocation of kind {kind:?} cannot be imported by the NPU")))
     }
@@ -281,7 +291,7 @@ pub(crate) struct NpuExportable(pub(crate) L0Allocation);
 #[cfg(feature = "sycl")]
 impl sealed::Sealed for NpuExportable {
     fn region(&self) -> Result<Region> {
-        Ok(Region::DmaBuf { fd: DmaBufFd::Owned(self.0.export_dma_buf()?), len: self.0.len() })
+        Ok(Region::Shared { handle: SharedHandle::Owned(self.0.export_dma_buf()?), len: self.0.len() })
     }
     fn exclusive(&self) -> bool {
         true
@@ -353,7 +363,7 @@ mod sycl_kinds {
     impl sealed::Sealed for ExportableDeviceMemory {
         fn region(&self) -> Result<Region> {
             let fd = self.export_for_import()?;
-            Ok(Region::DmaBuf { fd: DmaBufFd::Owned(fd), len: self.len() })
+            Ok(Region::Shared { handle: SharedHandle::Owned(fd), len: self.len() })
         }
         fn exclusive(&self) -> bool {
             !self.was_exported()

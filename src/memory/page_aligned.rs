@@ -12,7 +12,8 @@ use crate::openvino::{Element, ElementType, Shape, Tensor};
 /// The page size the NPU's system-memory import requires for both the address and the size.
 pub const PAGE_SIZE: usize = 4096;
 
-/// Zeroed, page-aligned process memory (an anonymous `mmap`), unmapped once when dropped.
+/// Zeroed, page-aligned process memory (an anonymous `mmap`; `VirtualAlloc` on Windows), unmapped
+/// once when dropped.
 ///
 /// The size is rounded up to a multiple of [`PAGE_SIZE`] (at least one page), so every
 /// `PageAlignedBuffer` satisfies the CPU_VA rules by construction. It is ordinary memory for the
@@ -42,30 +43,12 @@ impl PageAlignedBuffer {
     /// (a zero length gives one page).
     ///
     /// # Errors
-    /// [`Io`](crate::ErrorKind::Io) when `mmap` fails (out of memory); [`Size`](crate::ErrorKind::Size)
+    /// [`Io`](crate::ErrorKind::Io) when the mapping fails (out of memory); [`Size`](crate::ErrorKind::Size)
     /// when the rounded size overflows.
     pub fn new(byte_len: usize) -> Result<PageAlignedBuffer> {
         let len = super::round_up_to_page(byte_len.max(1))
             .ok_or_else(|| Error::size("a page-aligned buffer", byte_len, usize::MAX))?;
-        // SAFETY: a fresh private anonymous mapping; no existing memory is touched. Anonymous
-        // mappings are zero-filled and page-aligned.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(Error::io(
-                format!("mmap of a {len}-byte page-aligned buffer"),
-                std::io::Error::last_os_error(),
-            ));
-        }
-        let ptr = NonNull::new(p.cast::<u8>()).expect("mmap never returns null on success");
+        let ptr = map_zeroed(len).map_err(|e| Error::io(format!("mapping a {len}-byte page-aligned buffer"), e))?;
         Ok(PageAlignedBuffer { ptr, len })
     }
 
@@ -161,10 +144,59 @@ impl PageAlignedBuffer {
 
 impl Drop for PageAlignedBuffer {
     fn drop(&mut self) {
-        // SAFETY: the mapping was created in `new` with exactly this address and length and is
-        // unmapped once, here; no reference into it outlives self.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+        // SAFETY: the mapping was created by `map_zeroed` with exactly this address and length and
+        // is unmapped once, here; no reference into it outlives self.
+        unsafe { unmap(self.ptr, self.len) };
     }
+}
+
+/// `len` (a page multiple) bytes of fresh, zeroed, page-aligned private memory.
+#[cfg(unix)]
+fn map_zeroed(len: usize) -> std::io::Result<NonNull<u8>> {
+    // SAFETY: a fresh private anonymous mapping; no existing memory is touched. Anonymous
+    // mappings are zero-filled and page-aligned.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(NonNull::new(p.cast::<u8>()).expect("mmap never returns null on success"))
+}
+
+/// # Safety
+/// `ptr` and `len` are a mapping made by [`map_zeroed`], unmapped once.
+#[cfg(unix)]
+unsafe fn unmap(ptr: NonNull<u8>, len: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
+}
+
+/// `len` (a page multiple) bytes of fresh, zeroed, page-aligned private memory (committed pages
+/// start on an allocation-granularity boundary, which is a page multiple).
+#[cfg(windows)]
+fn map_zeroed(len: usize) -> std::io::Result<NonNull<u8>> {
+    use windows_sys::Win32::System::Memory::{VirtualAlloc, MEM_COMMIT, MEM_RESERVE, PAGE_READWRITE};
+    // SAFETY: reserves and commits fresh pages; no existing memory is touched. Committed pages
+    // read as zero.
+    let p = unsafe { VirtualAlloc(std::ptr::null(), len, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE) };
+    NonNull::new(p.cast::<u8>()).ok_or_else(std::io::Error::last_os_error)
+}
+
+/// # Safety
+/// `ptr` is a mapping made by [`map_zeroed`], released once.
+#[cfg(windows)]
+unsafe fn unmap(ptr: NonNull<u8>, _len: usize) {
+    use windows_sys::Win32::System::Memory::{VirtualFree, MEM_RELEASE};
+    // SAFETY: the caller's contract; MEM_RELEASE frees the whole reservation (size 0).
+    unsafe { VirtualFree(ptr.as_ptr().cast(), 0, MEM_RELEASE) };
 }
 
 impl fmt::Debug for PageAlignedBuffer {

@@ -14,8 +14,11 @@ pub const MUTABLE_COMMAND_LIST_EXT: &str = "ZE_experimental_mutable_command_list
 /// What the NPU driver behind a context can do for the memory paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NpuCapabilities {
-    /// `DMA_BUF` in the device's memory import types: SHARED_BUF (dma-buf fd) tensors work.
+    /// `DMA_BUF` in the device's memory import types: SHARED_BUF (dma-buf fd) tensors work (Linux).
     pub fd_import: bool,
+    /// `OPAQUE_WIN32` in the device's memory import types: SHARED_BUF (NT handle) tensors work
+    /// (Windows; the plugin's `isExternalMemoryFdWin32Supported`).
+    pub nt_handle_import: bool,
     /// `STANDARD_ALLOCATION` (0x100) in the import types: CPU_VA tensors and the zero-copy import
     /// of page-aligned plain tensors work.
     pub sysmem_import: bool,
@@ -134,6 +137,7 @@ impl NpuContext {
         let drv = driver.properties()?;
         let caps = NpuCapabilities {
             fd_import: ext.import.contains(ExternalMemoryTypes::DMA_BUF),
+            nt_handle_import: ext.import.contains(ExternalMemoryTypes::OPAQUE_WIN32),
             sysmem_import: ext.import.contains(ExternalMemoryTypes::STANDARD_ALLOCATION),
             mutable_command_lists: driver.has_extension(MUTABLE_COMMAND_LIST_EXT)?,
             import_types: ext.import,

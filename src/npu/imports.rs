@@ -1,5 +1,5 @@
 //! What the NPU plugin's Level Zero context has imported, so that the bridge imports each dma-buf
-//! once per context and remembers which user-memory imports the driver mapped read-only.
+//! once per context (Linux) and remembers which user-memory imports the driver mapped read-only.
 //!
 //! linux-npu-driver 1.32.1 turns a dma-buf fd into a GEM handle with `DRM_IOCTL_PRIME_FD_TO_HANDLE`
 //! (`umd/vpu_driver/source/memory/vpu_buffer_object.cpp` `VPUBufferObject::importFromFd`); the
@@ -9,14 +9,19 @@
 //! imports by (context, buffer inode) and hands later tensors the first import's mapping.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+#[cfg(unix)]
+use std::sync::Condvar;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use crate::openvino::tensor::TensorHandle;
+#[cfg(unix)]
 use crate::ownership::KeepAlive;
 
+#[cfg(unix)]
 /// A dma-buf in a context: the context, and the device and inode of the buffer's file.
 type BufferKey = (usize, (u64, u64));
 
+#[cfg(unix)]
 /// An import in progress (other claimants wait) or done (they reuse it while it lives).
 enum Entry {
     Importing,
@@ -25,6 +30,7 @@ enum Entry {
 
 #[derive(Default)]
 struct State {
+    #[cfg(unix)]
     dma_bufs: HashMap<BufferKey, Entry>,
     /// User-memory imports the driver mapped read-only, by (context, allocation id), while the
     /// tensor that made them lives (allocation ids are never reused).
@@ -33,18 +39,24 @@ struct State {
 
 struct Registry {
     state: Mutex<State>,
+    #[cfg(unix)]
     changed: Condvar,
 }
 
 fn registry() -> &'static Registry {
     static R: OnceLock<Registry> = OnceLock::new();
-    R.get_or_init(|| Registry { state: Mutex::new(State::default()), changed: Condvar::new() })
+    R.get_or_init(|| Registry {
+        state: Mutex::new(State::default()),
+        #[cfg(unix)]
+        changed: Condvar::new(),
+    })
 }
 
 fn lock() -> MutexGuard<'static, State> {
     registry().state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+#[cfg(unix)]
 /// The first import of a buffer that is still alive in this context.
 pub(crate) struct LiveImport {
     /// Keeps the first import (its tensor, and so the driver's buffer object) alive.
@@ -55,6 +67,7 @@ pub(crate) struct LiveImport {
     pub len: usize,
 }
 
+#[cfg(unix)]
 /// What the caller must do with a dma-buf.
 pub(crate) enum DmaBufClaim {
     /// Import it with the record in the tensor's keep-alive list, then
@@ -64,6 +77,7 @@ pub(crate) enum DmaBufClaim {
     Reuse(LiveImport),
 }
 
+#[cfg(unix)]
 /// Claims the dma-buf `buffer` (device and inode of its file) for an import into `context` (a raw
 /// `ze_context_handle_t`). Waits while another thread imports the same buffer, or while its last
 /// import is being freed.
@@ -90,6 +104,7 @@ pub(crate) fn claim_dma_buf(context: usize, buffer: (u64, u64)) -> DmaBufClaim {
     }
 }
 
+#[cfg(unix)]
 /// A claim on one buffer in one context. Kept alive by the imported tensor (in its keep-alive
 /// list, so it is dropped after OpenVINO freed the tensor and the driver its import); its drop
 /// releases the claim.
@@ -97,6 +112,7 @@ pub(crate) struct ImportRecord {
     key: BufferKey,
 }
 
+#[cfg(unix)]
 impl ImportRecord {
     /// Records `tensor` (the driver's mapping `va` of `len` bytes) as the buffer's live import.
     pub(crate) fn publish(&self, tensor: &Arc<TensorHandle>, va: *mut std::ffi::c_void, len: usize) {
@@ -105,6 +121,7 @@ impl ImportRecord {
     }
 }
 
+#[cfg(unix)]
 impl Drop for ImportRecord {
     fn drop(&mut self) {
         lock().dma_bufs.remove(&self.key);

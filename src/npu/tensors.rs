@@ -3,12 +3,16 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use super::imports::{self, DmaBufClaim};
+use super::imports;
+#[cfg(unix)]
+use super::imports::DmaBufClaim;
 use super::tensor::{HostAccess, NpuTensor};
 use super::NpuContext;
 use crate::error::{Aligned, Error, ErrorKind, Path, Reason, Result};
 use crate::level_zero::{L0Allocation, MemoryType};
-use crate::memory::{fd_buffer, tensor_bytes, DmaBufFd, NpuMemory, Region, PAGE_SIZE};
+#[cfg(unix)]
+use crate::memory::fd_buffer;
+use crate::memory::{tensor_bytes, NpuMemory, Region, SharedHandle, PAGE_SIZE};
 use crate::openvino::{ElementType, KeepAlive, MemType, RemoteTensor, Shape, TensorProperties, TensorType};
 
 /// A remote tensor just made over known memory, and what making it found out.
@@ -146,8 +150,13 @@ impl NpuContext {
                     _ => e,
                 })?
             }
-            Region::DmaBuf { fd, len } => {
-                self.import_dma_buf(fd, len, element_type, shape.clone(), tensor_type, vec![owner], exclusive)?
+            #[cfg(unix)]
+            Region::Shared { handle, len } => {
+                self.import_dma_buf(handle, len, element_type, shape.clone(), tensor_type, vec![owner], exclusive)?
+            }
+            #[cfg(windows)]
+            Region::Shared { handle, len } => {
+                self.import_nt_handle(handle, len, element_type, shape.clone(), tensor_type, vec![owner])?
             }
         };
         let host = if exclusive && made.exclusive {
@@ -315,10 +324,11 @@ impl NpuContext {
     /// the buffer's owner (kept after the fd closes); `exclusive` says the tensor is the memory's
     /// only way in (so host views are allowed), which a buffer imported already cannot be.
     /// `byte_len` limits the bytes used (the buffer's own size limits them too).
+    #[cfg(unix)]
     #[allow(clippy::too_many_arguments)]
     fn import_dma_buf(
         &self,
-        fd: DmaBufFd,
+        fd: SharedHandle,
         byte_len: usize,
         element_type: ElementType,
         shape: Shape,
@@ -405,6 +415,63 @@ impl NpuContext {
                 Ok(Made { remote: tensor, va, exclusive: true })
             }
         }
+    }
+
+    /// The one NT-handle import (Windows). No registry as for dma-bufs: the Windows driver is
+    /// closed source, and the plugin imports every handle afresh (`ZeroMem` with a
+    /// `ze_external_memory_import_win32_handle_t`); that a second import of one handle is
+    /// independent of the first is inferred, not read. The plugin never closes the handle, so
+    /// the tensor keeps it open until OpenVINO freed the tensor, then closes it once.
+    #[cfg(windows)]
+    fn import_nt_handle(
+        &self,
+        handle: SharedHandle,
+        byte_len: usize,
+        element_type: ElementType,
+        shape: Shape,
+        tensor_type: TensorType,
+        memory: Vec<KeepAlive>,
+    ) -> Result<Made> {
+        let needed = tensor_bytes(element_type, &shape)?;
+        if !self.capabilities().nt_handle_import {
+            return Err(Error::unsupported(
+                Path::NtHandle,
+                Reason::NoNtHandleImport,
+                format!(
+                    "the NPU driver cannot import NT handles (import types {:?})",
+                    self.capabilities().import_types
+                ),
+            ));
+        }
+        if needed > byte_len {
+            return Err(Error::size(
+                format!("NT-handle {element_type} tensor of shape {shape} (the memory's length)"),
+                needed,
+                byte_len,
+            ));
+        }
+        let raw = handle.raw();
+        let mut keep: Vec<KeepAlive> = handle.into_keepalive().into_iter().collect();
+        keep.extend(memory);
+        // SAFETY: `raw` is an open NT handle (checked, or a fresh export) to memory of at least the
+        // tensor's byte size (the caller's length, checked above); the tensor keeps it open until
+        // OpenVINO freed the tensor and every request let go of it, and then closes it once. If
+        // the call fails, the keep-alives are dropped (the handle closed) before this returns.
+        let tensor = unsafe {
+            self.remote_context().create_tensor_over(
+                element_type,
+                shape,
+                TensorProperties {
+                    mem_type: MemType::SharedBuf,
+                    mem_handle: Some(MemType::nt_handle(raw)),
+                    tensor_type: Some(tensor_type),
+                },
+                keep,
+                false,
+            )
+        }?;
+        let va = tensor.params()?.mem_handle;
+        Ok(Made { remote: tensor, va, exclusive: true })
     }
 }
 

@@ -1,4 +1,4 @@
-//! Loading OpenVINO's C library (`libopenvino_c`) at run time.
+//! Loading OpenVINO's C library (`libopenvino_c.so` on Linux, `openvino_c.dll` on Windows) at run time.
 //!
 //! `openvino-sys` is built with `runtime-linking`: nothing links against OpenVINO, and every call
 //! goes through function pointers filled in by [`load`]. Every constructor of this module's types
@@ -22,7 +22,7 @@ static STATE: Mutex<Option<PathBuf>> = Mutex::new(None);
 /// Loads OpenVINO's C library once per process; later calls return at once.
 ///
 /// Candidates, in order:
-/// 1. `$NPU_SYCL_BRIDGE_OPENVINO_C` at run time (a path to `libopenvino_c.so.*`);
+/// 1. `$NPU_SYCL_BRIDGE_OPENVINO_C` at run time (a path to `libopenvino_c.so.*` or `openvino_c.dll`);
 /// 2. the path `build.rs` found at build time;
 /// 3. [`native_finder::find_openvino`] at run time (env vars, pip, APT, the provisioned prefix).
 ///
@@ -70,7 +70,7 @@ pub fn load() -> Result<()> {
             Ok(())
         }
         Err(nf) => {
-            let mut msg = String::from("OpenVINO's C library (libopenvino_c) could not be loaded. Probed:\n");
+            let mut msg = format!("OpenVINO's C library ({LIBRARY_NAME}) could not be loaded. Probed:\n");
             for p in &probed {
                 msg.push_str(&format!("  - {p}\n"));
             }
@@ -90,28 +90,45 @@ const REQUIRED: &[&str] = &[
     "ov_remote_tensor_get_params",
 ];
 
+/// The file name of OpenVINO's C library on this OS.
+const LIBRARY_NAME: &str = if cfg!(windows) { "openvino_c.dll" } else { "libopenvino_c.so" };
+
+/// Opens the library with its dependencies resolved from its own directory. On Linux its RUNPATH
+/// does that; on Windows a DLL's directory is searched only when asked (`LOAD_WITH_ALTERED_SEARCH_PATH`),
+/// and openvino.dll and tbb12.dll sit beside openvino_c.dll in every layout OpenVINO ships.
+fn open(path: &Path) -> std::result::Result<libloading::Library, libloading::Error> {
+    #[cfg(windows)]
+    {
+        use libloading::os::windows::{Library, LOAD_WITH_ALTERED_SEARCH_PATH};
+        // SAFETY: as for `Library::new` below; the flag changes only where dependencies are searched.
+        unsafe { Library::load_with_flags(path, LOAD_WITH_ALTERED_SEARCH_PATH) }.map(Into::into)
+    }
+    #[cfg(not(windows))]
+    // SAFETY: loading libopenvino_c runs its initialisers, which have no preconditions.
+    unsafe {
+        libloading::Library::new(path)
+    }
+}
+
 fn try_load(source: &str, path: &Path) -> Result<()> {
     let fix = format!(
-        "Fix the installation, point ${OPENVINO_C_ENV} at a working libopenvino_c.so.* (OpenVINO \
-         2026.4 or newer), or run `cargo xtask setup`."
+        "Fix the installation, point ${OPENVINO_C_ENV} at a working {LIBRARY_NAME} (OpenVINO 2026.4 or \
+         newer), or run `cargo xtask setup`."
     );
-    // SAFETY: loading libopenvino_c runs its initialisers, which have no preconditions; the
-    // handle is only used to look symbols up and is closed at the end of the block (openvino-sys
-    // holds its own handle, so the library stays loaded).
-    let missing: Vec<&str> = match unsafe { libloading::Library::new(path) } {
-        Ok(lib) => REQUIRED
-            .iter()
-            .copied()
-            // SAFETY: the symbol is only looked up, never called through this pointer.
-            .filter(|name| unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err())
-            .collect(),
-        Err(e) => {
-            return Err(Error::library(format!(
-                "OpenVINO's C library from {source} ({}) could not be opened: {e}. {fix}",
-                path.display()
-            )))
-        }
-    };
+    // Held until openvino-sys has opened the same file (which then finds it, dependencies and all,
+    // already loaded); openvino-sys keeps its own handle, so the library stays loaded.
+    let lib = open(path).map_err(|e| {
+        Error::library(format!(
+            "OpenVINO's C library from {source} ({}) could not be opened: {e}. {fix}",
+            path.display()
+        ))
+    })?;
+    let missing: Vec<&str> = REQUIRED
+        .iter()
+        .copied()
+        // SAFETY: the symbol is only looked up, never called through this pointer.
+        .filter(|name| unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err())
+        .collect();
     if !missing.is_empty() {
         return Err(Error::library(format!(
             "OpenVINO's C library from {source} ({}) lacks {}: it is older than OpenVINO 2026.4 (the \
@@ -120,15 +137,17 @@ fn try_load(source: &str, path: &Path) -> Result<()> {
             missing.join(", ")
         )));
     }
-    openvino_sys::library::load_from(path).map_err(|e| {
+    let loaded = openvino_sys::library::load_from(path).map_err(|e| {
         Error::library(format!(
             "OpenVINO's C library from {source} ({}) could not be loaded: {e}. {fix}",
             path.display()
         ))
-    })
+    });
+    drop(lib);
+    loaded
 }
 
-/// The path `libopenvino_c` was loaded from by [`load`], if it has been loaded.
+/// The path OpenVINO's C library was loaded from by [`load`], if it has been loaded.
 pub fn library_path() -> Option<PathBuf> {
     STATE.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }

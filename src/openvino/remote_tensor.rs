@@ -52,6 +52,12 @@ impl MemType {
     pub fn fd_handle(fd: std::os::fd::RawFd) -> *mut c_void {
         fd as isize as *mut c_void
     }
+
+    /// The `MEM_HANDLE` value for an NT handle on Windows: the handle itself.
+    #[cfg(windows)]
+    pub fn nt_handle(handle: std::os::windows::io::RawHandle) -> *mut c_void {
+        handle
+    }
 }
 
 /// The `TENSOR_TYPE` of an NPU remote tensor (`ov::intel_npu::TensorType`).

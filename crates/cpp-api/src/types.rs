@@ -71,6 +71,8 @@ pub mod shared {
         sycl,
         /// A Level Zero device copy.
         device_copy,
+        /// An NT handle imported by the NPU (SHARED_BUF on Windows).
+        nt_handle,
     }
 
     /// Why a path is unsupported (the Rust crate's Reason; Error::explanation() is its long text).
@@ -115,6 +117,8 @@ pub mod shared {
         no_copy_queue,
         /// No strategy works here, or none serves the tensor.
         no_strategy,
+        /// The driver does not import NT handles (Windows).
+        no_nt_handle_import,
     }
 
     /// The ways of sharing memory between SYCL and the NPU (the Rust crate's StrategyKind).
@@ -224,7 +228,7 @@ impl ErrorKind {
 }
 
 /// Each path and its C++ value.
-const PATHS: [(Path, SharingPath); 11] = [
+const PATHS: [(Path, SharingPath); 12] = [
     (Path::CardPath, SharingPath::card_path),
     (Path::DmaBuf, SharingPath::dma_buf),
     (Path::CpuVa, SharingPath::cpu_va),
@@ -236,6 +240,7 @@ const PATHS: [(Path, SharingPath); 11] = [
     (Path::Npu, SharingPath::npu),
     (Path::Sycl, SharingPath::sycl),
     (Path::DeviceCopy, SharingPath::device_copy),
+    (Path::NtHandle, SharingPath::nt_handle),
 ];
 
 impl From<Path> for SharingPath {
@@ -281,6 +286,7 @@ const REASONS: [(RsReason, Reason); RsReason::ALL.len()] = [
     (RsReason::ProbeMismatch, Reason::probe_mismatch),
     (RsReason::NoCopyQueue, Reason::no_copy_queue),
     (RsReason::NoStrategy, Reason::no_strategy),
+    (RsReason::NoNtHandleImport, Reason::no_nt_handle_import),
 ];
 
 impl From<RsReason> for Reason {

@@ -11,25 +11,27 @@
 //!
 //! OpenVINO is probed in this order (the first hit wins):
 //!
+//! | # | where | Linux: what is looked for | Windows: what is looked for |
+//! |---|-------|---------------------------|-----------------------------|
+//! | 1 | `$OPENVINO_INSTALL_DIR`, `$INTEL_OPENVINO_DIR` (setupvars) | `runtime/lib/intel64/libopenvino_c.so*` | `runtime\bin\intel64\Release\openvino_c.dll` |
+//! | 2 | `$OpenVINO_DIR` (a CMake config dir) | `../lib/intel64`, `../libs`, `../lib` | `..\bin\intel64\Release`, `..\libs`, `..\bin` |
+//! | 3 | a pip-installed `openvino` of `python3` on `PATH` when native-finder was built | `<package>/libs/libopenvino_c.so.*` | `<package>\libs\openvino_c.dll` |
+//! | 4 | APT and archive paths | `/usr/lib/x86_64-linux-gnu`, `/opt/intel/openvino*/runtime/lib/intel64` | (none) |
+//! | 5 | the provisioned prefix (`cargo xtask setup`) | `<prefix>/lib/python3*/site-packages/openvino/libs` | `<prefix>\Lib\site-packages\openvino\libs` |
+//!
+//! SYCL (DPC++ runtime headers + `libsycl.so` / `sycl9.dll`; a Windows prefix keeps them under `Library\`):
+//!
 //! | # | where | what is looked for |
 //! |---|-------|--------------------|
-//! | 1 | `$OPENVINO_INSTALL_DIR`, `$INTEL_OPENVINO_DIR` (setupvars.sh) | `runtime/lib/intel64/libopenvino_c.so*` |
-//! | 2 | `$OpenVINO_DIR` (a CMake config dir) | `../lib/intel64`, `../libs` relative to it |
-//! | 3 | a pip-installed `openvino` of `python3` on `PATH` when native-finder was built | `<package>/libs/libopenvino_c.so.*` |
-//! | 4 | APT and archive paths | `/usr/lib/x86_64-linux-gnu`, `/opt/intel/openvino*/runtime/lib/intel64` |
-//! | 5 | the provisioned prefix (`cargo xtask setup`) | `<prefix>/lib/python3*/site-packages/openvino/libs` |
-//!
-//! SYCL (DPC++ runtime headers + `libsycl.so`):
-//!
-//! | # | where | what is looked for |
-//! |---|-------|--------------------|
-//! | 1 | `$SYCL_ROOT`, `$CMPLR_ROOT`, `$ONEAPI_ROOT/compiler/latest` (setvars.sh) | `include/sycl/sycl.hpp`, `lib/libsycl.so*` |
+//! | 1 | `$SYCL_ROOT`, `$CMPLR_ROOT`, `$ONEAPI_ROOT/compiler/latest` (setvars) | `include/sycl/sycl.hpp`, `lib/libsycl.so*` (Windows: `bin\sycl9.dll`) |
 //! | 2 | `icpx` on `PATH` | the same, relative to `<bin>/..` |
 //! | 3 | a pip-installed `intel-sycl-rt` of `python3` on `PATH` when native-finder was built | the same, under `sys.prefix` |
 //! | 4 | the provisioned prefix | the same, under `<prefix>` |
 //!
 //! The provisioned prefix is `$NPU_SYCL_BRIDGE_HOME/prefix`, where `NPU_SYCL_BRIDGE_HOME` defaults to
-//! `$XDG_CACHE_HOME/npu-sycl-bridge` or `~/.cache/npu-sycl-bridge`. It lies outside the source tree.
+//! `$XDG_CACHE_HOME/npu-sycl-bridge` or `~/.cache/npu-sycl-bridge` (Windows: `%LOCALAPPDATA%\npu-sycl-bridge`).
+//! It lies outside the source tree. A build for another OS than the build machine's bakes in no pip
+//! answer (step 3): the build machine's `python3` knows nothing of the target's packages.
 
 use std::env;
 use std::fmt;
@@ -80,10 +82,16 @@ impl fmt::Display for NotFound {
 
 impl std::error::Error for NotFound {}
 
-/// `$NPU_SYCL_BRIDGE_HOME`, else `$XDG_CACHE_HOME/npu-sycl-bridge`, else `~/.cache/npu-sycl-bridge`.
+/// `$NPU_SYCL_BRIDGE_HOME`, else `$XDG_CACHE_HOME/npu-sycl-bridge`, else `~/.cache/npu-sycl-bridge`
+/// (Windows: `%LOCALAPPDATA%\npu-sycl-bridge`).
 pub fn project_home() -> PathBuf {
     if let Some(h) = env::var_os("NPU_SYCL_BRIDGE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(h);
+    }
+    if cfg!(windows) {
+        if let Some(local) = env_dir("LOCALAPPDATA") {
+            return local.join("npu-sycl-bridge");
+        }
     }
     if let Some(x) = env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(x).join("npu-sycl-bridge");
@@ -105,6 +113,13 @@ pub fn level_zero_headers() -> PathBuf {
 fn env_dir(name: &str) -> Option<PathBuf> {
     env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
+
+/// OpenVINO's C library: the stem of its file name on Linux, the whole name on Windows.
+const OPENVINO_C: &str = if cfg!(windows) { "openvino_c.dll" } else { "libopenvino_c.so" };
+/// The SYCL runtime library, as [`OPENVINO_C`] (the Windows name carries the ABI major, 9 in 2026.2).
+const SYCL_LIB: &str = if cfg!(windows) { "sycl9.dll" } else { "libsycl.so" };
+/// Where a SYCL root keeps [`SYCL_LIB`]: Windows puts DLLs in `bin`.
+const SYCL_LIB_DIR: &str = if cfg!(windows) { "bin" } else { "lib" };
 
 /// The first file in `dir` whose name starts with `stem` (e.g. `libopenvino_c.so`), preferring the
 /// shortest versioned name (`libopenvino_c.so.2641` over `libopenvino_c.so.2026.4.1`).
@@ -134,8 +149,17 @@ fn pip_sycl_prefix() -> Option<&'static Path> {
     Some(env!("NATIVE_FINDER_PIP_SYCL_PREFIX")).filter(|d| !d.is_empty()).map(Path::new)
 }
 
+/// The `site-packages` directories of a Python prefix: `lib/python3.X/site-packages` on Linux,
+/// `Lib\site-packages` on Windows.
 fn site_packages_dirs(prefix: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
+    if cfg!(windows) {
+        let p = prefix.join("Lib").join("site-packages");
+        if p.is_dir() {
+            dirs.push(p);
+        }
+        return dirs;
+    }
     for lib in ["lib", "lib64"] {
         if let Ok(rd) = std::fs::read_dir(prefix.join(lib)) {
             for e in rd.flatten() {
@@ -165,7 +189,7 @@ impl Probe {
 }
 
 fn openvino_in(dir: &Path, source: &str, include: Option<PathBuf>, probe: &mut Probe) -> Option<Found> {
-    match find_lib(dir, "libopenvino_c.so") {
+    match find_lib(dir, OPENVINO_C) {
         Some(library) => Some(Found {
             source: source.to_string(),
             lib_dir: dir.to_path_buf(),
@@ -173,7 +197,7 @@ fn openvino_in(dir: &Path, source: &str, include: Option<PathBuf>, probe: &mut P
             include_dir: include.filter(|i| i.join("openvino/c/openvino.h").is_file()),
         }),
         None => {
-            probe.miss(format!("{source} → {}", dir.display()), "no libopenvino_c.so*");
+            probe.miss(format!("{source} → {}", dir.display()), format!("no {OPENVINO_C}*"));
             None
         }
     }
@@ -186,12 +210,15 @@ fn openvino_python_package(pkg: &Path, source: &str, probe: &mut Probe) -> Optio
 /// Finds OpenVINO's C library in the documented order (see the module docs).
 pub fn find_openvino() -> Result<Found, NotFound> {
     let mut probe = Probe { what: "OpenVINO (libopenvino_c)", probed: Vec::new() };
+    // The archive keeps the libraries in `runtime/lib/intel64` on Linux, the DLLs in
+    // `runtime\bin\intel64\Release` on Windows.
+    let archive_libs = if cfg!(windows) { "bin/intel64/Release" } else { "lib/intel64" };
     for var in ["OPENVINO_INSTALL_DIR", "INTEL_OPENVINO_DIR"] {
         match env_dir(var) {
             Some(root) => {
                 let rt = root.join("runtime");
                 if let Some(f) =
-                    openvino_in(&rt.join("lib/intel64"), &format!("${var}"), Some(rt.join("include")), &mut probe)
+                    openvino_in(&rt.join(archive_libs), &format!("${var}"), Some(rt.join("include")), &mut probe)
                 {
                     return Ok(f);
                 }
@@ -201,7 +228,12 @@ pub fn find_openvino() -> Result<Found, NotFound> {
     }
     match env_dir("OpenVINO_DIR") {
         Some(cmake_dir) => {
-            for rel in ["../lib/intel64", "../libs", "../lib"] {
+            let rels: &[&str] = if cfg!(windows) {
+                &["../bin/intel64/Release", "../libs", "../bin"]
+            } else {
+                &["../lib/intel64", "../libs", "../lib"]
+            };
+            for rel in rels {
                 let dir = cmake_dir.join(rel);
                 let include = cmake_dir.join("../include");
                 if let Some(f) = openvino_in(&dir, "$OpenVINO_DIR", Some(include), &mut probe) {
@@ -219,9 +251,11 @@ pub fn find_openvino() -> Result<Found, NotFound> {
         }
         None => probe.miss("python3 on PATH when native-finder was built", "no importable `openvino` package"),
     }
-    let mut system =
-        vec![PathBuf::from("/usr/lib/x86_64-linux-gnu"), PathBuf::from("/usr/lib64"), PathBuf::from("/usr/local/lib")];
-    if let Ok(rd) = std::fs::read_dir("/opt/intel") {
+    let mut system = Vec::new();
+    if cfg!(unix) {
+        system.extend(["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/lib"].map(PathBuf::from));
+    }
+    if let Some(rd) = std::fs::read_dir("/opt/intel").ok().filter(|_| cfg!(unix)) {
         let mut archives: Vec<PathBuf> =
             rd.flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().contains("openvino")).collect();
         archives.sort();
@@ -248,17 +282,19 @@ pub fn find_openvino() -> Result<Found, NotFound> {
 }
 
 fn sycl_in(root: &Path, source: &str, probe: &mut Probe) -> Option<Found> {
+    // A Windows Python prefix (pip) keeps the wheel's data under `Library\`.
+    let library_root = root.join("Library");
+    let root = if cfg!(windows) && library_root.is_dir() { library_root.as_path() } else { root };
     let include = root.join("include");
     if !include.join("sycl/sycl.hpp").is_file() {
         probe.miss(format!("{source} → {}", root.display()), "no include/sycl/sycl.hpp");
         return None;
     }
-    match find_lib(&root.join("lib"), "libsycl.so") {
-        Some(library) => {
-            Some(Found { source: source.to_string(), lib_dir: root.join("lib"), library, include_dir: Some(include) })
-        }
+    let lib_dir = root.join(SYCL_LIB_DIR);
+    match find_lib(&lib_dir, SYCL_LIB) {
+        Some(library) => Some(Found { source: source.to_string(), lib_dir, library, include_dir: Some(include) }),
         None => {
-            probe.miss(format!("{source} → {}", root.display()), "no lib/libsycl.so*");
+            probe.miss(format!("{source} → {}", root.display()), format!("no {SYCL_LIB_DIR}/{SYCL_LIB}*"));
             None
         }
     }
@@ -304,7 +340,8 @@ pub fn find_sycl() -> Result<Found, NotFound> {
 /// The `icpx` compiler on `PATH`, if any (used to compile the shim instead of g++).
 pub fn icpx() -> Option<PathBuf> {
     let path = env::var_os("PATH")?;
-    env::split_paths(&path).map(|d| d.join("icpx")).find(|p| p.is_file())
+    let exe = if cfg!(windows) { "icpx.exe" } else { "icpx" };
+    env::split_paths(&path).map(|d| d.join(exe)).find(|p| p.is_file())
 }
 
 #[cfg(test)]
