@@ -99,13 +99,22 @@ pub fn parse_params(s: &str) -> BTreeMap<String, String> {
     out
 }
 
-/// Parses a pointer printed by OpenVINO (`0x55aaf77cc2a0`, or decimal).
+/// Parses a pointer printed by OpenVINO (`0x55aaf77cc2a0`, MSVC's `0000000000364B40` on Windows, or decimal).
 pub(crate) fn parse_pointer(v: &str) -> Option<usize> {
+    parse_pointer_as(v, cfg!(windows))
+}
+
+/// [`parse_pointer`] for a C++ runtime that prints `void*` as MSVC's does (`msvc`): every hex
+/// digit of the pointer, zero-padded, without `0x` ("0000000000364B40"); libstdc++ prints "0x364b40".
+fn parse_pointer_as(v: &str, msvc: bool) -> Option<usize> {
     let v = v.trim();
-    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        Some(hex) => usize::from_str_radix(hex, 16).ok(),
-        None => v.parse().ok(),
+    if let Some(hex) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        return usize::from_str_radix(hex, 16).ok();
     }
+    if msvc && v.len() == 2 * std::mem::size_of::<usize>() && v.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return usize::from_str_radix(v, 16).ok();
+    }
+    v.parse().ok()
 }
 
 #[cfg(test)]
@@ -121,7 +130,12 @@ mod tests {
         let p = parse_params("MEM_HANDLE:0x1;OCL_CONTEXT:0x2;SHARED_MEM_TYPE:OCL_BUFFER;");
         assert_eq!(p.len(), 3);
         assert!(parse_params("{}").is_empty());
-        assert_eq!(parse_pointer("4096"), Some(4096));
+        assert_eq!(parse_pointer_as("4096", false), Some(4096));
+        assert_eq!(parse_pointer_as("4096", true), Some(4096));
+        // MSVC's operator<<(const void*): all 16 digits, no prefix, digits-only ones too.
+        assert_eq!(parse_pointer_as("0000000000364B40", true), Some(0x36_4b40));
+        assert_eq!(parse_pointer_as("0000000000364140", true), Some(0x36_4140));
+        assert_eq!(parse_pointer_as("0000000000364B40", false), None);
     }
 
     #[test]

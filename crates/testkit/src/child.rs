@@ -28,8 +28,13 @@ pub fn run_child(name: &str, label: &str, marker: &str, configure: impl FnOnce(&
 
 /// An exit status in words: the exit code, or the signal that killed the child (a crash).
 pub fn describe(status: &ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+    #[cfg(unix)]
+    let signal = std::os::unix::process::ExitStatusExt::signal(status);
+    // Windows reports a crash as an exception code in the exit code.
+    #[cfg(windows)]
+    let signal: Option<i32> = None;
+    match (status.code(), signal) {
+        (Some(c), _) if cfg!(windows) => format!("exit code {c:#x}"),
         (Some(c), _) => format!("exit code {c}"),
         (None, Some(s)) => format!("killed by signal {s} (a crash)"),
         _ => "unknown status".into(),

@@ -7,11 +7,11 @@ use std::sync::OnceLock;
 use npu_sycl_bridge::level_zero::{DeviceType, Driver, L0Device};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::npu::{NpuContext, NpuTensor};
-use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Properties, Tensor, TensorType};
+use npu_sycl_bridge::openvino::{CompiledModel, Core, ElementType, InferRequest, Tensor, TensorType};
 use npu_sycl_bridge::{ErrorKind, Path, Reason};
 
 use crate::models::ReferenceModel;
-use crate::reference::cpu_properties;
+use crate::reference::{cpu_properties, npu_properties};
 use crate::virtual_platform::{self, VirtualPlatform};
 
 /// The virtual platform, activated on first use.
@@ -104,7 +104,7 @@ impl NpuAndCpu {
         vp();
         let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap();
         let npu_model =
-            core.compile_model(&model, "NPU", &Properties::new()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
+            core.compile_model(&model, "NPU", &npu_properties()).unwrap_or_else(|e| panic!("NPU compile: {e}"));
         let cpu_model = core.compile_model(&model, "CPU", &cpu_properties()).unwrap();
         let npu = NpuContext::from_compiled_model(&npu_model).unwrap();
         NpuAndCpu { m, npu_model, cpu_model, npu }

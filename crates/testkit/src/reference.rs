@@ -11,10 +11,22 @@ pub fn cpu_properties() -> Properties {
     Properties::new().set("INFERENCE_PRECISION_HINT", "f32")
 }
 
-/// Reads `m` from memory and compiles it for `device` (CPU: in f32).
+/// Properties that make the NPU plugin hand the driver the model itself (`NPU_COMPILER_TYPE=DRIVER`):
+/// the Windows wheel also ships the plugin's own compiler, which OpenVINO prefers on NPU 40xx+ and
+/// whose native blobs the virtual NPU cannot run; the Linux wheel ships none, so there it changes
+/// nothing. The bridge itself never sets it.
+pub fn npu_properties() -> Properties {
+    Properties::new().set("NPU_COMPILER_TYPE", "DRIVER")
+}
+
+/// Reads `m` from memory and compiles it for `device` (CPU: in f32; NPU: by the driver's compiler).
 pub fn compile(core: &Core, m: &ReferenceModel, device: &str) -> CompiledModel {
     let model = core.read_model_from_memory(&m.xml, &m.weights).unwrap_or_else(|e| panic!("{}: {e}", m.name));
-    let props = if device == "CPU" { cpu_properties() } else { Properties::new() };
+    let props = match device {
+        "CPU" => cpu_properties(),
+        "NPU" => npu_properties(),
+        _ => Properties::new(),
+    };
     core.compile_model(&model, device, &props).unwrap_or_else(|e| panic!("{} on {device}: {e}", m.name))
 }
 

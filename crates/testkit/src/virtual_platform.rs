@@ -48,7 +48,7 @@
 //!   [`driver_error_for`]: the error the real drivers return for a failed call of a function.
 //! - `VL0_TRACE=1` logs every call to stderr; `VL0_GPU_IP_VERSION=0x05004000` makes DPC++ choose
 //!   its Level Zero adapter v2 (the default virtual GPU selects v1).
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CString};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
@@ -56,8 +56,9 @@ use npu_sycl_bridge::{Error, Result};
 
 /// Environment variable naming the virtual platform library to load.
 pub const PATH_ENV: &str = "NPU_SYCL_BRIDGE_VIRTUAL_L0";
-/// The SONAME every Level Zero user opens.
-pub const SONAME: &str = "libze_loader.so.1";
+/// The name every Level Zero user opens the loader by: its SONAME on Linux, its module name on
+/// Windows (a DLL loaded by path answers to its base name there).
+pub const LOADER_NAME: &str = os::LOADER_NAME;
 
 type CounterFn = unsafe extern "C" fn(*const c_char, *mut u64) -> c_int;
 type InjectFn = unsafe extern "C" fn(*const c_char, u64, u32) -> c_int;
@@ -94,14 +95,15 @@ pub fn default_path() -> PathBuf {
 /// source carries cargo's hash (`libze_loader-<hash>.so`), and then the newest such file is taken.
 pub fn built_path() -> PathBuf {
     let dir = Path::new(BUILT_DIR);
-    let exact = dir.join("libze_loader.so");
+    let (stem, ext) = os::CDYLIB;
+    let exact = dir.join(format!("{stem}{ext}"));
     if exact.is_file() {
         return exact;
     }
     let hashed = std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| {
         let name = e.file_name();
         let name = name.to_string_lossy();
-        name.starts_with("libze_loader-") && name.ends_with(".so")
+        name.starts_with(&format!("{stem}-")) && name.ends_with(ext)
     });
     hashed.max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok()).map(|e| e.path()).unwrap_or(exact)
 }
@@ -128,44 +130,7 @@ pub fn active() -> Option<&'static VirtualPlatform> {
     ACTIVE.get()
 }
 
-fn dlerror() -> String {
-    // SAFETY: dlerror returns NULL or a thread-local NUL-terminated string.
-    let e = unsafe { libc::dlerror() };
-    if e.is_null() {
-        "unknown dlopen error".into()
-    } else {
-        // SAFETY: non-null, NUL-terminated.
-        unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
-    }
-}
-
-/// The `libze_loader.so.1` already loaded in the process, if any (never loads anything).
-fn loaded_loader() -> Option<*mut c_void> {
-    let soname = CString::new(SONAME).expect("no NUL");
-    // SAFETY: RTLD_NOLOAD only returns an existing handle; nothing is loaded or initialised.
-    let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
-    (!h.is_null()).then_some(h)
-}
-
-/// The file a symbol was loaded from.
-fn file_of(sym: *mut c_void) -> Option<PathBuf> {
-    // SAFETY: an all-zero Dl_info is valid; dladdr fills it for addresses inside loaded objects.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::dladdr(sym as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated path owned by the dynamic loader.
-    let s = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-    Some(PathBuf::from(s))
-}
-
-fn sym(h: *mut c_void, name: &str) -> Option<*mut c_void> {
-    let n = CString::new(name).expect("no NUL");
-    // SAFETY: h is a live handle from dlopen; the name is NUL-terminated.
-    let p = unsafe { libc::dlsym(h, n.as_ptr()) };
-    (!p.is_null()).then_some(p)
-}
+use os::{file_of, loaded_loader, sym};
 
 fn bind(h: *mut c_void, path: PathBuf) -> Result<VirtualPlatform> {
     let missing = |n: &str| {
@@ -190,13 +155,13 @@ fn load() -> Result<VirtualPlatform> {
     if let Some(h) = loaded_loader() {
         return match sym(h, "vl0_counter") {
             Some(c) => {
-                let path = file_of(c).unwrap_or_else(|| PathBuf::from(SONAME));
+                let path = file_of(c).unwrap_or_else(|| PathBuf::from(LOADER_NAME));
                 bind(h, path)
             }
             None => {
                 let which = sym(h, "zeInit").and_then(file_of).map(|p| p.display().to_string());
                 Err(Error::library(format!(
-                    "a different {SONAME} ({}) is already loaded in this process; the virtual Level Zero \
+                    "a different {LOADER_NAME} ({}) is already loaded in this process; the virtual Level Zero \
                      platform must be activated before OpenVINO's NPU plugin or SYCL open a Level Zero loader",
                     which.unwrap_or_else(|| "unknown path".into())
                 )))
@@ -220,20 +185,14 @@ fn load() -> Result<VirtualPlatform> {
         )));
     }
     let path = path.canonicalize().unwrap_or(path);
-    let c = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| Error::invalid_argument(format!("path {} contains a NUL byte", path.display())))?;
-    // SAFETY: loading the virtual platform runs only Rust static initialisers (none with side effects
-    // beyond memory); the handle is kept for the whole process on purpose.
-    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-    if h.is_null() {
-        return Err(Error::library(format!("dlopen({}): {}", path.display(), dlerror())));
-    }
-    // Later dlopen("libze_loader.so.1") calls must resolve to it (they match by SONAME).
+    let h = os::open_path(&path).map_err(|e| Error::library(format!("loading {}: {e}", path.display())))?;
+    // Later opens of the loader by name must resolve to it (by SONAME on Linux, by module name on
+    // Windows).
     match loaded_loader() {
         Some(h2) if sym(h2, "vl0_counter") == sym(h, "vl0_counter") => {}
         _ => {
             return Err(Error::library(format!(
-                "{} was loaded but does not answer to {SONAME} (wrong SONAME?)",
+                "{} was loaded but does not answer to {LOADER_NAME} (wrong SONAME?)",
                 path.display()
             )))
         }
@@ -342,8 +301,15 @@ impl Selection {
     }
 }
 
-/// The accelerator device nodes (`/dev/accel/accel*`): the Linux `ivpu` driver's NPUs.
+/// The accelerator device nodes (`/dev/accel/accel*`): the Linux `ivpu` driver's NPUs. Windows has
+/// no such nodes: there an NPU is what the system's Level Zero loader (`System32\ze_loader.dll`,
+/// installed with Intel's drivers) reports, so this lists that file when it exists.
 pub fn accel_devices() -> Vec<PathBuf> {
+    if cfg!(windows) {
+        let system = std::env::var_os("SystemRoot").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(r"C:\Windows"));
+        let loader = system.join("System32").join(LOADER_NAME);
+        return if loader.is_file() { vec![loader] } else { Vec::new() };
+    }
     let mut found: Vec<PathBuf> = std::fs::read_dir("/dev/accel")
         .map(|d| {
             d.filter_map(|e| e.ok())
@@ -374,19 +340,163 @@ pub fn select(force_virtual: bool) -> Result<Selection> {
     }
     let accel = accel_devices();
     if accel.is_empty() {
-        return virt("no Intel NPU here: /dev/accel/accel* does not exist".into());
+        let what = if cfg!(windows) {
+            "no System32\\ze_loader.dll (Intel's drivers)"
+        } else {
+            "/dev/accel/accel* does not exist"
+        };
+        return virt(format!("no Intel NPU here: {what}"));
     }
-    let soname = CString::new(SONAME).expect("no NUL");
-    // SAFETY: opening the system's Level Zero loader runs its initialisers, which are safe to run at
-    // any time; the handle is kept for the whole process on purpose (it becomes the loader).
-    let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-    if h.is_null() {
-        let why = dlerror();
-        return virt(format!("{} exists, but no system {SONAME} can be opened ({why})", accel[0].display()));
-    }
+    let h = match os::open_system_loader() {
+        Ok(h) => h,
+        Err(why) => {
+            return virt(format!("{} exists, but no system {LOADER_NAME} can be opened ({why})", accel[0].display()))
+        }
+    };
     if sym(h, "vl0_counter").is_some() {
-        return virt(format!("{SONAME} in this process is the virtual platform (LD_LIBRARY_PATH?)"));
+        return virt(format!("{LOADER_NAME} in this process is the virtual platform (LD_LIBRARY_PATH?)"));
     }
-    let loader = sym(h, "zeInit").and_then(file_of).unwrap_or_else(|| PathBuf::from(SONAME));
+    let loader = sym(h, "zeInit").and_then(file_of).unwrap_or_else(|| PathBuf::from(LOADER_NAME));
     Ok(Selection::Real { loader, accel })
+}
+
+/// Loading and inspecting shared libraries, per OS.
+#[cfg(unix)]
+mod os {
+    use std::ffi::{c_void, CStr, CString};
+    use std::path::{Path, PathBuf};
+
+    pub const LOADER_NAME: &str = "libze_loader.so.1";
+    /// The cdylib's file name as cargo writes it: stem and extension.
+    pub const CDYLIB: (&str, &str) = ("libze_loader", ".so");
+
+    fn dlerror() -> String {
+        // SAFETY: dlerror returns NULL or a thread-local NUL-terminated string.
+        let e = unsafe { libc::dlerror() };
+        if e.is_null() {
+            "unknown dlopen error".into()
+        } else {
+            // SAFETY: non-null, NUL-terminated.
+            unsafe { CStr::from_ptr(e) }.to_string_lossy().into_owned()
+        }
+    }
+
+    fn open(name: &CStr) -> Result<*mut c_void, String> {
+        // SAFETY: loading a Level Zero loader (virtual or the system's) runs initialisers that are
+        // safe at any time; the handle is kept for the whole process on purpose.
+        let h = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+        if h.is_null() {
+            Err(dlerror())
+        } else {
+            Ok(h)
+        }
+    }
+
+    pub fn open_path(path: &Path) -> Result<*mut c_void, String> {
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| "the path contains a NUL byte")?;
+        open(&c)
+    }
+
+    pub fn open_system_loader() -> Result<*mut c_void, String> {
+        open(&CString::new(LOADER_NAME).expect("no NUL"))
+    }
+
+    /// The loader already loaded in the process, if any (never loads anything).
+    pub fn loaded_loader() -> Option<*mut c_void> {
+        let soname = CString::new(LOADER_NAME).expect("no NUL");
+        // SAFETY: RTLD_NOLOAD only returns an existing handle; nothing is loaded or initialised.
+        let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+        (!h.is_null()).then_some(h)
+    }
+
+    /// The file a symbol was loaded from.
+    pub fn file_of(sym: *mut c_void) -> Option<PathBuf> {
+        // SAFETY: an all-zero Dl_info is valid; dladdr fills it for addresses inside loaded objects.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        if unsafe { libc::dladdr(sym as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        // SAFETY: dli_fname is a NUL-terminated path owned by the dynamic loader.
+        let s = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+        Some(PathBuf::from(s))
+    }
+
+    pub fn sym(h: *mut c_void, name: &str) -> Option<*mut c_void> {
+        let n = CString::new(name).expect("no NUL");
+        // SAFETY: h is a live handle from dlopen; the name is NUL-terminated.
+        let p = unsafe { libc::dlsym(h, n.as_ptr()) };
+        (!p.is_null()).then_some(p)
+    }
+}
+
+/// Loading and inspecting shared libraries, per OS.
+#[cfg(windows)]
+mod os {
+    use std::ffi::{c_void, CString};
+    use std::os::windows::ffi::OsStrExt;
+    use std::path::{Path, PathBuf};
+    use windows_sys::Win32::System::LibraryLoader::{
+        GetModuleFileNameW, GetModuleHandleExW, GetModuleHandleW, GetProcAddress, LoadLibraryExW,
+        GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS, GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+        LOAD_WITH_ALTERED_SEARCH_PATH,
+    };
+
+    pub const LOADER_NAME: &str = "ze_loader.dll";
+    /// The cdylib's file name as cargo writes it: stem and extension.
+    pub const CDYLIB: (&str, &str) = ("ze_loader", ".dll");
+
+    fn wide(s: &std::ffi::OsStr) -> Vec<u16> {
+        s.encode_wide().chain([0]).collect()
+    }
+
+    fn open(name: &std::ffi::OsStr, flags: u32) -> Result<*mut c_void, String> {
+        let w = wide(name);
+        // SAFETY: a NUL-terminated name; loading a Level Zero loader runs initialisers that are safe
+        // at any time; the module is kept for the whole process on purpose.
+        let h = unsafe { LoadLibraryExW(w.as_ptr(), std::ptr::null_mut(), flags) };
+        if h.is_null() {
+            Err(std::io::Error::last_os_error().to_string())
+        } else {
+            Ok(h)
+        }
+    }
+
+    /// By path, with its dependencies searched beside it.
+    pub fn open_path(path: &Path) -> Result<*mut c_void, String> {
+        open(path.as_os_str(), LOAD_WITH_ALTERED_SEARCH_PATH)
+    }
+
+    pub fn open_system_loader() -> Result<*mut c_void, String> {
+        open(std::ffi::OsStr::new(LOADER_NAME), 0)
+    }
+
+    /// The loader already loaded in the process, if any (never loads anything).
+    pub fn loaded_loader() -> Option<*mut c_void> {
+        let w = wide(std::ffi::OsStr::new(LOADER_NAME));
+        // SAFETY: a NUL-terminated name; GetModuleHandleW takes no reference and loads nothing.
+        let h = unsafe { GetModuleHandleW(w.as_ptr()) };
+        (!h.is_null()).then_some(h)
+    }
+
+    /// The file a symbol was loaded from.
+    pub fn file_of(sym: *mut c_void) -> Option<PathBuf> {
+        let mut m = std::ptr::null_mut();
+        let flags = GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT;
+        // SAFETY: with FROM_ADDRESS the name argument is an address inside a module; no reference is taken.
+        if unsafe { GetModuleHandleExW(flags, sym as *const u16, &mut m) } == 0 {
+            return None;
+        }
+        let mut buf = vec![0u16; 32768];
+        // SAFETY: buf is writable for its length.
+        let n = unsafe { GetModuleFileNameW(m, buf.as_mut_ptr(), buf.len() as u32) } as usize;
+        (n > 0).then(|| PathBuf::from(String::from_utf16_lossy(&buf[..n])))
+    }
+
+    pub fn sym(h: *mut c_void, name: &str) -> Option<*mut c_void> {
+        let n = CString::new(name).expect("no NUL");
+        // SAFETY: h is a live module; the name is NUL-terminated.
+        let p = unsafe { GetProcAddress(h, n.as_ptr().cast()) };
+        p.map(|f| f as *mut c_void)
+    }
 }

@@ -17,10 +17,10 @@ fn activate_loads_the_platform_cargo_built_with_this_test() {
     let vp = activate().expect("activate the virtual platform");
     assert_eq!(vp.path(), built.canonicalize().unwrap(), "activate() loads the file cargo built");
     // Under its SONAME: what the NPU plugin and the SYCL adapters open.
-    let soname = std::ffi::CString::new(virtual_platform::SONAME).unwrap();
+    let soname = std::ffi::CString::new(virtual_platform::LOADER_NAME).unwrap();
     // SAFETY: RTLD_NOLOAD only returns the handle of an already loaded object.
     let h = unsafe { libc::dlopen(soname.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
-    assert!(!h.is_null(), "{} answers to {}", built.display(), virtual_platform::SONAME);
+    assert!(!h.is_null(), "{} answers to {}", built.display(), virtual_platform::LOADER_NAME);
     assert!(vp.try_counter("npu.inferences").is_ok());
 }
 

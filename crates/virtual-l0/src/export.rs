@@ -49,10 +49,7 @@ pub fn trace_enabled() -> bool {
 pub fn trace(msg: std::fmt::Arguments<'_>) {
     if trace_enabled() {
         use std::io::Write;
-        let tid = {
-            // SAFETY: gettid has no preconditions.
-            unsafe { libc::gettid() }
-        };
+        let tid = crate::os::thread_id();
         let _ = writeln!(std::io::stderr().lock(), "[vl0 {tid}] {msg}");
     }
 }
@@ -235,12 +232,10 @@ pub fn set_cstr(dst: &mut [std::ffi::c_char], s: &str) {
     }
 }
 
-/// Monotonic nanoseconds (CLOCK_MONOTONIC), used for timestamps.
+/// Monotonic nanoseconds since the platform's first timestamp, used for timestamps.
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid out-parameter.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
 }
 
 #[cfg(test)]

@@ -9,8 +9,9 @@
 //!   fault injection) and the raw-pointer helpers (out-parameters, `pNext` chains).
 //! - [`objects`]: the object model (`Object<T>` headers naming their driver, handle validation,
 //!   the two static drivers and devices, contexts).
-//! - [`memory`]: per-driver allocation registries, real backing memory, memfd export, fd and
-//!   sysmem import.
+//! - [`memory`]: per-driver allocation registries, real backing memory, the drivers' export and
+//!   import rules (dma-buf fds on Linux, NT handles on Windows) and sysmem import.
+//! - [`os`]: what the drivers get from the OS (memfds or sections, mappings, the pin check).
 //! - [`cmdlist`]: command lists, queues, fences, events and the synchronous executor.
 //! - [`counters`], [`faults`]: the control ABI (`vl0_counter`, `vl0_fault_inject`, `vl0_fault_clear`).
 //! - [`api`]: the exported Level Zero entry points, by area.
@@ -33,5 +34,6 @@ pub mod faults;
 pub mod memory;
 pub mod npu;
 pub mod objects;
+pub mod os;
 pub mod profile;
 pub mod stypes;

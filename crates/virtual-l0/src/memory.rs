@@ -37,15 +37,16 @@
 //!   writable import, writable non-shmem file mappings. `ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED`
 //!   makes the import read-only for the NPU (`DRM_IVPU_BO_READ_ONLY`).
 //!
-//! Crate API: [`lookup`] (`driver, ptr → Option<AllocInfo>`), [`allocate`], [`free`], [`export_fd`],
+//! Crate API: [`lookup`] (`driver, ptr → Option<AllocInfo>`), [`allocate`], [`free`], [`export_handle`],
 //! [`live`].
 use crate::export::{chain, ZeResult};
 use crate::objects::DriverKind;
+use crate::os::{self, Ident};
 use crate::stypes;
 use crate::sys::*;
 use std::alloc::Layout;
 use std::collections::BTreeMap;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -71,15 +72,7 @@ pub fn max_alloc(driver: DriverKind) -> u64 {
 /// Total system RAM in bytes (0 if unknown), read once: every GPU allocation checks against it.
 pub fn total_ram() -> u64 {
     static RAM: OnceLock<u64> = OnceLock::new();
-    *RAM.get_or_init(|| {
-        // SAFETY: plain-old-data out-parameter, written by sysinfo.
-        let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
-        // SAFETY: si is a valid out-parameter.
-        if unsafe { libc::sysinfo(&mut si) } != 0 {
-            return 0;
-        }
-        si.totalram as u64 * si.mem_unit as u64
-    })
+    *RAM.get_or_init(os::total_ram)
 }
 
 /// Where the NPU-side addresses of NPU allocations start (the NPU's own address space).
@@ -140,23 +133,23 @@ enum Backing {
         ptr: *mut u8,
         layout: Layout,
     },
-    /// `inode` identifies the memfd, so `Drop` can tell whether `fd` is still ours. `fd` is `None`
+    /// `ident` identifies the buffer, so `Drop` can tell whether `handle` is still ours. `handle` is `None`
     /// for plain GPU memory until its first export opens it (as compute-runtime makes its export
     /// fd on the first query, `DrmAllocation::peekInternalHandle`), so that memory nobody exports
     /// holds no fd, as a GEM object holds none.
-    Memfd {
-        fd: Option<c_int>,
-        inode: (u64, u64),
+    Shared {
+        handle: Option<os::Raw>,
+        ident: Ident,
         map: *mut c_void,
         len: usize,
     },
-    /// Our mapping of an imported dma-buf; `inode` is the buffer's identity. The mapping holds the
+    /// Our mapping of an imported dma-buf (NT handle); `ident` is the buffer's identity. The mapping holds the
     /// buffer as the kernel's GEM object holds the dma-buf file (no fd), and an export opens the
-    /// buffer again through it ([`reopen_mapping`]).
+    /// buffer again through it ([`os::reopen_mapping`]).
     Mapped {
         map: *mut c_void,
         len: usize,
-        inode: (u64, u64),
+        ident: Ident,
     },
     Borrowed,
 }
@@ -169,24 +162,24 @@ impl Drop for Backing {
         match *self {
             // SAFETY: allocated with this layout by `allocate`, freed once.
             Backing::Heap { ptr, layout } => unsafe { std::alloc::dealloc(ptr, layout) },
-            Backing::Memfd { fd, inode, map, len } => {
+            Backing::Shared { handle, ident, map, len } => {
                 // SAFETY: our own mapping.
-                unsafe { libc::munmap(map, len) };
-                let Some(fd) = fd else { return };
-                // The GPU hands this very fd out as its export: a caller that closed it (or whose
-                // number now names another file) misused it. The real driver would close whatever
-                // the number names; here that is counted and the stranger's fd left alone.
-                if fd_inode(fd) == Some(inode) {
-                    // SAFETY: still our own fd.
-                    unsafe { libc::close(fd) };
-                } else {
+                unsafe { os::unmap(map, len) };
+                let Some(h) = handle else { return };
+                // The GPU hands this very handle out as its export: a caller that closed it (or whose
+                // number now names another object) misused it. The real driver would close whatever
+                // the number names; here that is counted and the stranger's handle left alone.
+                if !os::close_own(h, ident) {
                     crate::counters::add("gpu.export_fd_misuse", 1);
-                    eprintln!("[virtual GPU] zeMemFree: the exported dma-buf fd {fd} was closed by someone else (it is the driver's; dup it to keep one)");
+                    eprintln!(
+                        "[virtual GPU] zeMemFree: the exported {} {h:?} was closed by someone else (it is the driver's; duplicate it to keep one)",
+                        os::HANDLE_KIND
+                    );
                 }
             }
-            // SAFETY: our own mapping of the caller's fd; the fd is not ours to close.
+            // SAFETY: our own mapping of the caller's handle; the handle is not ours to close.
             Backing::Mapped { map, len, .. } => unsafe {
-                libc::munmap(map, len);
+                os::unmap(map, len);
             },
             Backing::Borrowed => {}
         }
@@ -271,111 +264,18 @@ fn round_up(n: usize, to: usize) -> usize {
     n.div_ceil(to) * to
 }
 
-/// `(st_dev, st_ino)` and size of the file `fd` names, if it is open.
-fn fd_stat(fd: c_int) -> Option<((u64, u64), u64)> {
-    // SAFETY: plain-old-data, fully written by fstat before use.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: st is a valid out-parameter; fstat checks fd itself.
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(((st.st_dev, st.st_ino), st.st_size as u64))
-}
-
-fn fd_inode(fd: c_int) -> Option<(u64, u64)> {
-    fd_stat(fd).map(|(i, _)| i)
-}
-
-/// The buffers this platform's drivers created as exportable (dma-buf) memory, by inode: the only
-/// memfds that count as dma-bufs. An entry stays while any fd or mapping of it may exist.
-fn exported() -> std::sync::MutexGuard<'static, std::collections::HashSet<(u64, u64)>> {
-    static S: OnceLock<Mutex<std::collections::HashSet<(u64, u64)>>> = OnceLock::new();
+/// The buffers this platform's drivers created as shareable memory, by identity: the only ones
+/// that count as dma-bufs (NT handles of GPU resources on Windows). An entry stays while any
+/// handle or mapping of it may exist.
+fn exported() -> std::sync::MutexGuard<'static, std::collections::HashSet<Ident>> {
+    static S: OnceLock<Mutex<std::collections::HashSet<Ident>>> = OnceLock::new();
     S.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether `fd` (whose file is `inode`) is a dma-buf: one of our exports, or a real dma-buf
-/// (`/proc/self/fd` link).
-fn is_dma_buf(fd: c_int, inode: (u64, u64)) -> bool {
-    if exported().contains(&inode) {
-        return true;
-    }
-    std::fs::read_link(format!("/proc/self/fd/{fd}")).is_ok_and(|t| {
-        let t = t.to_string_lossy();
-        t.starts_with("/dmabuf:") || t.starts_with("anon_inode:dmabuf")
-    })
-}
-
-/// Whether the kernel could pin `[p, p + len)` long-term for the NPU (`pin_user_pages_fast` with
-/// `FOLL_LONGTERM`, plus `FOLL_WRITE` unless `read_only`), judged from `/proc/self/maps`: every
-/// page mapped; writable unless `read_only`; not a writable mapping of a regular file (long-term
-/// write pins of non-shmem file pages are refused); not a device mapping.
-fn pinnable(p: usize, len: usize, read_only: bool) -> bool {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
-    let (start, end) = (p & !(PAGE - 1), round_up(p + len, PAGE));
-    let mut covered = start;
-    for line in maps.lines() {
-        let mut f = line.split_whitespace();
-        let (Some(range), Some(perms)) = (f.next(), f.next()) else { continue };
-        let path = f.nth(3).unwrap_or("");
-        let Some((a, b)) = range.split_once('-') else { continue };
-        let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else { continue };
-        if b <= covered || a >= end {
-            continue;
-        }
-        if a > covered {
-            return false; // a hole: unmapped pages
-        }
-        let writable = perms.as_bytes().get(1) == Some(&b'w');
-        let shared = perms.as_bytes().get(3) == Some(&b's');
-        let shmem = path.starts_with("/memfd:") || path.starts_with("/dev/shm/") || path.starts_with("/dev/zero");
-        let file = path.starts_with('/') && !shmem;
-        let device = path.starts_with("/dev/") && !shmem;
-        // A private writable file mapping is pinned through copy-on-write (anonymous pages): fine.
-        if (!read_only && !writable) || device || (file && writable && shared) {
-            return false;
-        }
-        covered = b;
-        if covered >= end {
-            return true;
-        }
-    }
-    false
-}
-
-/// Maps `fd` shared and read-write at an address aligned to `align` (≥ 4096).
-fn map_shared(fd: c_int, len: usize, align: usize) -> ZeResult<*mut c_void> {
-    let prot = libc::PROT_READ | libc::PROT_WRITE;
-    if align <= PAGE {
-        // SAFETY: a fresh mapping chosen by the kernel; fd validity is checked by mmap itself.
-        let m = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
-        return if m == libc::MAP_FAILED { Err(ZE_RESULT_ERROR_INVALID_ARGUMENT) } else { Ok(m) };
-    }
-    let span = round_up(len, PAGE) + align;
-    // SAFETY: reserving fresh address space.
-    let res = unsafe {
-        libc::mmap(std::ptr::null_mut(), span, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-    };
-    if res == libc::MAP_FAILED {
-        return Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
-    }
-    let start = round_up(res as usize, align);
-    // SAFETY: [start, start+len) lies inside our reservation; MAP_FIXED replaces only that.
-    let m = unsafe { libc::mmap(start as *mut c_void, len, prot, libc::MAP_SHARED | libc::MAP_FIXED, fd, 0) };
-    let head = start - res as usize;
-    let tail_start = start + round_up(len, PAGE);
-    let tail = res as usize + span - tail_start;
-    // SAFETY: releasing the unused parts of our own reservation.
-    unsafe {
-        if head > 0 {
-            libc::munmap(res, head);
-        }
-        if tail > 0 {
-            libc::munmap(tail_start as *mut c_void, tail);
-        }
-    }
-    if m == libc::MAP_FAILED {
-        // SAFETY: the middle part of our reservation.
-        unsafe { libc::munmap(start as *mut c_void, len) };
-        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
-    }
-    Ok(m)
+/// Whether `h` (of buffer `ident`) is driver-shareable memory: one of our exports, or (Linux) a
+/// real dma-buf.
+fn is_shareable(h: os::Raw, ident: Ident) -> bool {
+    exported().contains(&ident) || os::is_foreign_shareable(h, ident)
 }
 
 /// Parameters of one allocation call.
@@ -397,30 +297,77 @@ pub struct Request {
     pub host_flags: u32,
 }
 
+/// The memory a driver exports (`memoryAllocationExportTypes`), as the module docs and
+/// [`extensions`] say per OS.
+pub fn export_types(driver: DriverKind) -> u32 {
+    match (driver, cfg!(windows)) {
+        (DriverKind::Gpu, false) => linux_gpu_types(),
+        (DriverKind::Npu, false) => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+        (DriverKind::Gpu, true) => ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_WIN32,
+        (DriverKind::Npu, true) => 0,
+    }
+}
+
+/// The memory a driver imports (`memoryAllocationImportTypes`): STANDARD_ALLOCATION on the NPU only
+/// with user-memory import (linux-npu-driver 1.32.1 `device.cpp` `getExternalMemoryProperties`; on
+/// Windows **inferred** the same: the plugin tries CPU_VA there too).
+pub fn import_types(driver: DriverKind) -> u32 {
+    let userptr =
+        if crate::profile::current().npu_userptr { stypes::EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION } else { 0 };
+    match (driver, cfg!(windows)) {
+        (DriverKind::Gpu, false) => linux_gpu_types(),
+        (DriverKind::Npu, false) => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | userptr,
+        (DriverKind::Gpu, true) => {
+            ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_WIN32
+                | ZE_EXTERNAL_MEMORY_TYPE_FLAG_D3D12_HEAP
+                | ZE_EXTERNAL_MEMORY_TYPE_FLAG_D3D12_RESOURCE
+        }
+        (DriverKind::Npu, true) => ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_WIN32 | userptr,
+    }
+}
+
+/// compute-runtime on Linux (`device_imp_drm.cpp` `getExternalMemoryProperties`): DMA_BUF only
+/// before 26.22.38646, DMA_BUF|OPAQUE_FD in both masks from it.
+fn linux_gpu_types() -> u32 {
+    if crate::profile::current().gpu_driver_build >= crate::profile::GPU_OPAQUE_FD_TYPES_FROM_BUILD {
+        stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD
+    } else {
+        stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF
+    }
+}
+
 /// What a descriptor chain asks for.
 #[derive(Default)]
 struct Extensions {
     export: bool,
-    import_fd: Option<c_int>,
+    /// The dma-buf fd (Linux) or NT handle (Windows) to import.
+    import: Option<os::Raw>,
     sysmem: Option<(usize, usize)>,
     /// `ze_relaxed_allocation_limits_exp_desc_t` with `MAX_SIZE` (GPU).
     relaxed_size: bool,
 }
 
-/// Reads the allocation extensions of `chains`. The NPU driver looks only at the first entry of
-/// each chain and takes exactly `DMA_BUF` (linux-npu-driver `api/ze_memory.cpp`: else
+/// Reads the allocation extensions of `chains`. Linux: the NPU driver looks only at the first
+/// entry of each chain and takes exactly `DMA_BUF` (linux-npu-driver `api/ze_memory.cpp`: else
 /// `INVALID_ENUMERATION`); the GPU walks the chain and takes `DMA_BUF` or `OPAQUE_FD` alone
-/// (compute-runtime `properties_parser.h`: else `UNSUPPORTED_ENUMERATION`).
+/// (compute-runtime `properties_parser.h`: else `UNSUPPORTED_ENUMERATION`). Windows: the GPU
+/// exports `OPAQUE_WIN32` and imports it or a D3D12 heap or resource (compute-runtime 26.31.39395.13
+/// `level_zero/core/source/device/device_imp.cpp` `getExternalMemoryProperties` on WDDM); the NPU
+/// imports `OPAQUE_WIN32` (what OpenVINO's NPU plugin asks of it, `ZeroMem`) and exports nothing:
+/// its driver is closed source, so both are **inferred**, the second from its absence in the plugin.
 ///
 /// # Safety
 /// Every chain is valid per [`chain`].
 unsafe fn extensions(driver: DriverKind, chains: &[*const c_void]) -> ZeResult<Extensions> {
-    let flags_ok = |flags: u32| match driver {
-        DriverKind::Npu => flags == stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
-        DriverKind::Gpu => {
-            flags == stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF || flags == stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD
-        }
+    // One handle type per descriptor; the Linux GPU takes either fd type at every build, whatever
+    // it reports; STANDARD_ALLOCATION is no handle type.
+    let linux_gpu = stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
+    let accepted = |types: u32| match (driver, cfg!(windows)) {
+        (DriverKind::Gpu, false) => linux_gpu,
+        _ => types & !stypes::EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION,
     };
+    let export_ok = |flags: u32| flags.count_ones() == 1 && accepted(export_types(driver)) & flags == flags;
+    let import_ok = |flags: u32| flags.count_ones() == 1 && accepted(import_types(driver)) & flags == flags;
     let bad_flags = match driver {
         DriverKind::Npu => ZE_RESULT_ERROR_INVALID_ENUMERATION,
         DriverKind::Gpu => ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
@@ -435,18 +382,30 @@ unsafe fn extensions(driver: DriverKind, chains: &[*const c_void]) -> ZeResult<E
                 stypes::EXTERNAL_MEMORY_EXPORT_DESC => {
                     // SAFETY: stype says ze_external_memory_export_desc_t.
                     let d = unsafe { &*(e.ptr as *const ze_external_memory_export_desc_t) };
-                    if !flags_ok(d.flags) {
+                    if !export_ok(d.flags) {
                         return Err(bad_flags);
                     }
                     x.export = true;
                 }
+                #[cfg(unix)]
                 stypes::EXTERNAL_MEMORY_IMPORT_FD => {
                     // SAFETY: stype says ze_external_memory_import_fd_t.
                     let d = unsafe { &*(e.ptr as *const ze_external_memory_import_fd_t) };
-                    if !flags_ok(d.flags) {
+                    if !import_ok(d.flags) {
                         return Err(bad_flags);
                     }
-                    x.import_fd = Some(d.fd);
+                    x.import = Some(d.fd);
+                }
+                #[cfg(windows)]
+                stypes::EXTERNAL_MEMORY_IMPORT_WIN32 => {
+                    // SAFETY: stype says ze_external_memory_import_win32_handle_t.
+                    let d = unsafe { &*(e.ptr as *const ze_external_memory_import_win32_handle_t) };
+                    if !import_ok(d.flags) {
+                        return Err(bad_flags);
+                    }
+                    // Import by name is not modelled: a null handle is refused as the driver
+                    // refuses a handle it cannot open.
+                    x.import = Some(d.handle);
                 }
                 // compute-runtime (`context.cpp` `allocHostMem`, `properties_parser.h`
                 // `prepareL0StructuresLookupTable`): the relaxed-limits descriptor must ask for
@@ -498,7 +457,7 @@ fn import_sysmem(req: &Request, p: usize, len: usize) -> ZeResult<(usize, usize,
         return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
     }
     let read_only = req.host_flags & ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED != 0;
-    if overlaps_driver_mapping(p, len) || !pinnable(p, len, read_only) {
+    if overlaps_driver_mapping(p, len) || !os::pinnable(p, len, read_only) {
         crate::counters::add("npu.imports.sysmem_refused", 1);
         return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
     }
@@ -527,6 +486,30 @@ fn gpu_alignment(kind: MemKind, align: usize) -> usize {
 pub const DEVICE_PAGE: usize = 64 << 10;
 
 static NEXT_NPU_VA: AtomicU64 = AtomicU64::new(NPU_VA_BASE);
+
+/// Whether an allocation is made as shareable memory. Linux: every NPU buffer object (shmem) and
+/// the GPU's host and device memory, which export whether or not they were allocated exportable
+/// (see the module docs). Windows: GPU device memory allocated with an export descriptor only
+/// (compute-runtime 26.31.39395.13 `Context::allocDeviceMem` sets `shareable`, then
+/// `WddmMemoryManager` creates the resource shared and `Wddm::createNTHandle` its NT handle;
+/// `Context::allocHostMem` never sets it), and no NPU memory (inferred: see [`export_types`]).
+fn shareable(req: &Request, ext: &Extensions) -> bool {
+    if cfg!(windows) {
+        req.driver == DriverKind::Gpu && req.kind == MemKind::Device && ext.export
+    } else {
+        req.driver == DriverKind::Npu || req.kind != MemKind::Shared
+    }
+}
+
+/// The counter word of shareable-memory imports and exports: `dma_buf` on Linux, `nt_handle` on
+/// Windows.
+pub fn shared_counter() -> &'static str {
+    if cfg!(windows) {
+        "nt_handle"
+    } else {
+        "dma_buf"
+    }
+}
 
 /// Allocates (or imports) memory as described by `req` and the `pNext` chains in `chains`
 /// (the device and host descriptors' chains; entries are interpreted as allocation extensions).
@@ -566,76 +549,65 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         if p == 0 {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
-        if len < req.size || !pinnable(p, len, false) {
+        if len < req.size || !os::pinnable(p, len, false) {
             return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
         }
         crate::counters::add(&format!("{prefix}.imports.sysmem"), 1);
         (p, req.size, Backing::Borrowed, Origin::ImportedSysmem)
-    } else if let Some(fd) = ext.import_fd {
+    } else if let Some(h) = ext.import {
         // The NPU maps the whole buffer (size from the kernel) and answers every failure with
-        // OUT_OF_DEVICE_MEMORY; the GPU maps what was asked.
+        // OUT_OF_DEVICE_MEMORY; the GPU maps what was asked (on Windows a handle it cannot open is
+        // INVALID_ARGUMENT too: compute-runtime `DriverHandle::importNTHandle`). The Windows NPU's
+        // answers are **inferred** the same as the Linux NPU's.
         let fail = |gpu_err| match req.driver {
             DriverKind::Npu => ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY,
             DriverKind::Gpu => gpu_err,
         };
-        let (inode, buf_len) = fd_stat(fd).ok_or(fail(ZE_RESULT_ERROR_INVALID_ARGUMENT))?;
-        if !is_dma_buf(fd, inode) {
+        let (ident, buf_len) = os::stat(h).ok_or(fail(ZE_RESULT_ERROR_INVALID_ARGUMENT))?;
+        if !is_shareable(h, ident) {
             return Err(fail(ZE_RESULT_ERROR_INVALID_ARGUMENT));
         }
         let len = match req.driver {
             DriverKind::Npu => buf_len as usize,
             DriverKind::Gpu => req.size,
         };
-        // A buffer smaller than the import (an empty one included) would map, then SIGBUS at first
+        // A buffer smaller than the import (an empty one included) would map, then fault at first
         // access.
         if len == 0 || (buf_len as usize) < req.size {
             return Err(fail(ZE_RESULT_ERROR_INVALID_SIZE));
         }
-        let m = map_shared(fd, len, req.align.max(PAGE)).map_err(fail)?;
-        if req.driver == DriverKind::Npu {
-            import_alias = Some(inode);
+        let m = os::map_shared(h, len, req.align.max(PAGE)).map_err(fail)?;
+        // The kernel's one GEM handle per buffer and DRM file (Linux only).
+        if req.driver == DriverKind::Npu && cfg!(unix) {
+            import_alias = Some(ident);
         }
-        crate::counters::add(&format!("{prefix}.imports.dma_buf"), 1);
-        if req.driver == DriverKind::Gpu && crate::profile::current().gpu_import_closes_fd() {
-            // compute-runtime ≥ 26.14.37833 closes the imported fd once the import succeeded.
-            // SAFETY: the caller handed this fd to the import.
-            unsafe { libc::close(fd) };
+        crate::counters::add(&format!("{prefix}.imports.{}", shared_counter()), 1);
+        if req.driver == DriverKind::Gpu && cfg!(unix) && crate::profile::current().gpu_import_closes_fd() {
+            // compute-runtime ≥ 26.14.37833 closes the imported fd once the import succeeded (on
+            // Windows it never closes the caller's handle: `Wddm::openNTHandle`).
+            os::close(h);
         }
-        (m as usize, len, Backing::Mapped { map: m, len, inode }, Origin::ImportedFd)
-    } else if req.driver == DriverKind::Npu || req.kind != MemKind::Shared {
-        // A GEM object: the NPU's are shmem; the GPU's host and device memory can be exported
-        // whether or not it was allocated exportable (see the module docs).
+        (m as usize, len, Backing::Mapped { map: m, len, ident }, Origin::ImportedFd)
+    } else if shareable(&req, &ext) {
         let len = round_up(req.size, PAGE);
-        // SAFETY: the name is a valid C string.
-        let fd = unsafe { libc::memfd_create(c"vl0-dmabuf".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
-        }
-        // SAFETY: our own fresh fd.
-        if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
-            // SAFETY: our own fd.
-            unsafe { libc::close(fd) };
-            return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
-        }
-        let m = match map_shared(fd, len, req.align.max(PAGE)) {
+        let (h, ident) = os::create_shared(len)?;
+        let m = match os::map_shared(h, len, req.align.max(PAGE)) {
             Ok(m) => m,
             Err(e) => {
-                // SAFETY: our own fd.
-                unsafe { libc::close(fd) };
+                os::close(h);
                 return Err(e);
             }
         };
-        let inode = fd_inode(fd).unwrap_or_default();
-        exported().insert(inode);
+        exported().insert(ident);
         let origin = if ext.export { Origin::Exportable } else { Origin::Plain };
-        let fd = if req.driver == DriverKind::Gpu && !ext.export {
-            // SAFETY: our own fd; the mapping keeps the memory.
-            unsafe { libc::close(fd) };
+        let handle = if req.driver == DriverKind::Gpu && !ext.export {
+            // The mapping keeps the memory; an export opens it again.
+            os::close(h);
             None
         } else {
-            Some(fd)
+            Some(h)
         };
-        (m as usize, req.size, Backing::Memfd { fd, inode, map: m, len }, origin)
+        (m as usize, req.size, Backing::Shared { handle, ident, map: m, len }, origin)
     } else {
         let align = req.align.max(if req.size >= PAGE { PAGE } else { 64 });
         let layout = Layout::from_size_align(req.size, align).map_err(|_| ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT)?;
@@ -667,10 +639,10 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         poisoned: false,
     };
     let mut reg = lock(req.driver);
-    if let Some(inode) = import_alias {
+    if let Some(ident) = import_alias {
         // The kernel returns one GEM handle for every import of a buffer on one DRM file (one per
         // NPU context): the imports share it.
-        aliases().entry((req.context, inode)).or_default().push((base, id));
+        aliases().entry((req.context, ident)).or_default().push((base, id));
     }
     reg.insert((base, id), Record { info, backing });
     drop(reg);
@@ -678,8 +650,8 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
     Ok(base as *mut c_void)
 }
 
-/// NPU dma-buf imports per (context, buffer inode): the allocations sharing one kernel handle.
-type AliasMap = std::collections::HashMap<(usize, (u64, u64)), Vec<(usize, u64)>>;
+/// NPU dma-buf imports per (context, buffer identity): the allocations sharing one kernel handle.
+type AliasMap = std::collections::HashMap<(usize, Ident), Vec<(usize, u64)>>;
 
 fn aliases() -> std::sync::MutexGuard<'static, AliasMap> {
     static A: OnceLock<Mutex<AliasMap>> = OnceLock::new();
@@ -690,9 +662,9 @@ fn aliases() -> std::sync::MutexGuard<'static, AliasMap> {
 /// (linux-npu-driver `vpu_device_context.cpp` `freeMemAlloc` → `closeBuffer`): the others are
 /// poisoned, and a graph that uses them fails.
 fn unalias(reg: &mut BTreeMap<(usize, u64), Record>, rec: &Record) {
-    let Backing::Mapped { inode, .. } = rec.backing else { return };
+    let Backing::Mapped { ident, .. } = rec.backing else { return };
     let mut a = aliases();
-    let key = (rec.info.context, inode);
+    let key = (rec.info.context, ident);
     if let Some(list) = a.get_mut(&key) {
         list.retain(|&k| k != (rec.info.base, rec.info.id));
         for k in list.iter() {
@@ -751,68 +723,58 @@ pub fn free_context(driver: DriverKind, ctx: usize) -> usize {
     n
 }
 
-/// The export fd of the allocation of `driver` containing `ptr` (see the module docs for which
-/// allocations export). GPU: the driver's own fd for the allocation, the same number on every call,
-/// closed by `zeMemFree`. NPU: a new fd the caller owns. `None` when `ptr` is no allocation of
-/// `driver`.
-pub fn export_fd(driver: DriverKind, ptr: *const c_void) -> Option<ZeResult<c_int>> {
+/// The export handle of the allocation of `driver` containing `ptr` (see the module docs for
+/// which allocations export). Linux GPU: the driver's own fd for the allocation, the same number on
+/// every call, closed by `zeMemFree`. Linux NPU: a new fd the caller owns. Windows GPU: the NT
+/// handle made with a shareable allocation, the same on every call, closed by `zeMemFree`
+/// (compute-runtime 26.31.39395.13 `WddmAllocation::peekInternalHandle`,
+/// `WddmMemoryManager::freeGraphicsMemoryImpl`); any other allocation gives SUCCESS and no handle
+/// (`peekInternalHandle` returns handle 0, which `handleAllocationExtensions` treats as success).
+/// Windows NPU: `NOT_AVAILABLE` (inferred, see [`export_types`]). `None` when `ptr` is no
+/// allocation of `driver`.
+pub fn export_handle(driver: DriverKind, ptr: *const c_void) -> Option<ZeResult<Option<os::Raw>>> {
     let mut reg = lock(driver);
     let key = find(&reg, ptr as usize, None).map(|r| (r.info.base, r.info.id))?;
     let rec = reg.get_mut(&key).expect("found just now");
     let out = match (driver, &mut rec.backing, rec.info.origin) {
+        (DriverKind::Gpu, Backing::Shared { handle: Some(h), .. }, _) if cfg!(windows) => Ok(Some(*h)),
+        (DriverKind::Gpu, _, _) if cfg!(windows) => Ok(None),
+        (DriverKind::Npu, ..) if cfg!(windows) => Err(ZE_RESULT_ERROR_NOT_AVAILABLE),
         (DriverKind::Gpu, _, _) if rec.info.kind == MemKind::Shared => Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE),
-        (DriverKind::Gpu, Backing::Memfd { fd: Some(fd), .. }, _) => Ok(*fd),
-        (DriverKind::Gpu, Backing::Memfd { fd: cached @ None, map, len, .. }, _) => {
-            let fd = reopen_mapping(*map, *len);
-            if fd < 0 {
+        (DriverKind::Gpu, Backing::Shared { handle: Some(h), .. }, _) => Ok(Some(*h)),
+        (DriverKind::Gpu, Backing::Shared { handle: cached @ None, map, len, .. }, _) => {
+            let Some(h) = os::reopen_mapping(*map, *len) else {
                 return Some(Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY));
-            }
-            *cached = Some(fd);
-            Ok(fd)
+            };
+            *cached = Some(h);
+            Ok(Some(h))
         }
-        (DriverKind::Npu, Backing::Memfd { fd: Some(fd), .. }, Origin::Exportable) => {
-            // SAFETY: our own open fd; the duplicate is handed to the caller.
-            match unsafe { libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 0) } {
-                f if f < 0 => Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY),
-                f => Ok(f),
-            }
+        (DriverKind::Npu, Backing::Shared { handle: Some(h), .. }, Origin::Exportable) => {
+            os::duplicate(*h).map(Some).ok_or(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY)
         }
-        (DriverKind::Npu, Backing::Mapped { map, len, .. }, Origin::ImportedFd) => match reopen_mapping(*map, *len) {
-            f if f < 0 => Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY),
-            f => Ok(f),
-        },
+        (DriverKind::Npu, Backing::Mapped { map, len, .. }, Origin::ImportedFd) => {
+            os::reopen_mapping(*map, *len).map(Some).ok_or(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY)
+        }
         // GPU: (inferred) an import whose fd the driver closed; NPU: "Buffer should be created as
         // exportable".
         (DriverKind::Gpu, ..) => Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE),
         (DriverKind::Npu, ..) => Err(ZE_RESULT_ERROR_NOT_AVAILABLE),
     };
-    if out.is_ok() {
-        crate::counters::add(&format!("{}.exports.dma_buf", driver.prefix()), 1);
+    if matches!(out, Ok(Some(_))) {
+        crate::counters::add(&format!("{}.exports.{}", driver.prefix(), shared_counter()), 1);
     }
     Some(out)
 }
 
-/// A new fd for the buffer behind our mapping `[map, map + len)`, through
-/// `/proc/self/map_files` (the mapping holds the buffer, as the kernel's GEM object of an import
-/// holds the dma-buf file; PRIME_HANDLE_TO_FD then gives the same buffer). Needs CAP_SYS_ADMIN
-/// (root); elsewhere -1 and a line on stderr.
-fn reopen_mapping(map: *mut c_void, len: usize) -> c_int {
-    let start = map as usize;
-    let path = format!("/proc/self/map_files/{start:x}-{:x}\0", start + len);
-    // SAFETY: a NUL-terminated path; the fd is handed to the caller.
-    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDWR | libc::O_CLOEXEC) };
-    if fd < 0 {
-        eprintln!(
-            "virtual-l0: re-exporting an NPU import needs /proc/self/map_files (root): {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    fd
-}
-
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::ffi::c_int;
+
+    /// The Linux exports always carry an fd.
+    fn export_fd(driver: DriverKind, ptr: *const c_void) -> Option<ZeResult<c_int>> {
+        export_handle(driver, ptr).map(|r| r.map(|h| h.expect("Linux exports carry an fd")))
+    }
 
     fn req(driver: DriverKind, size: usize, align: usize) -> Request {
         Request { driver, context: 0, device: 0, kind: MemKind::Host, size, align, host_flags: 0 }

@@ -17,6 +17,10 @@ pub const EXTERNAL_MEMORY_EXPORT_DESC: u32 = 0x18;
 pub const EXTERNAL_MEMORY_IMPORT_FD: u32 = 0x19;
 /// `ze_external_memory_export_fd_t`.
 pub const EXTERNAL_MEMORY_EXPORT_FD: u32 = 0x1a;
+/// `ze_external_memory_import_win32_handle_t`.
+pub const EXTERNAL_MEMORY_IMPORT_WIN32: u32 = 0x22;
+/// `ze_external_memory_export_win32_handle_t`.
+pub const EXTERNAL_MEMORY_EXPORT_WIN32: u32 = 0x23;
 /// `ze_external_memmap_sysmem_ext_desc_t` (spec 1.13+; older npu headers used 0x24).
 pub const EXTERNAL_MEMMAP_SYSMEM_EXT_DESC: u32 = 0x0002_0037;
 /// `ze_init_driver_type_desc_t`.

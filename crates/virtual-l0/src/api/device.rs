@@ -4,6 +4,7 @@
 //! `ze_device.cpp` fills no `pfnGetRootDevice`), so the loader answers `UNINITIALIZED`.
 use crate::export::ZeResult;
 use crate::export::{chain, enumerate, now_ns, out, set_cstr};
+use crate::memory;
 use crate::objects::{device, device_from, driver_from, DriverKind};
 use crate::profile::{self, NpuGeneration};
 use crate::stypes;
@@ -398,27 +399,9 @@ ze_api! {
     fn zeDeviceGetExternalMemoryProperties(h: ze_device_handle_t, props: *mut ze_device_external_memory_properties_t) {
         // SAFETY: handle validated; out-parameter from the caller.
         let (d, p) = unsafe { (device_from(h)?, out(props)?) };
-        // GPU: compute-runtime `device_imp_drm.cpp` `getExternalMemoryProperties`, DMA_BUF only
-        // before 26.22.38646, DMA_BUF|OPAQUE_FD in both masks from it (the import itself takes
-        // either flag at every build, `properties_parser.h`).
-        let gpu = if profile::current().gpu_driver_build >= profile::GPU_OPAQUE_FD_TYPES_FROM_BUILD {
-            stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD
-        } else {
-            stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF
-        };
-        p.memoryAllocationImportTypes = match d.driver() {
-            DriverKind::Gpu => gpu,
-            // STANDARD_ALLOCATION only with userptr import (linux-npu-driver 1.32.1 `device.cpp`
-            // `getExternalMemoryProperties`).
-            DriverKind::Npu if profile::current().npu_userptr => {
-                stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION
-            }
-            DriverKind::Npu => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
-        };
-        p.memoryAllocationExportTypes = match d.driver() {
-            DriverKind::Gpu => gpu,
-            DriverKind::Npu => stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
-        };
+        // Per driver and OS: `memory::import_types` / `memory::export_types` say whose code each follows.
+        p.memoryAllocationImportTypes = memory::import_types(d.driver());
+        p.memoryAllocationExportTypes = memory::export_types(d.driver());
         p.imageImportTypes = 0;
         p.imageExportTypes = 0;
         Ok(())

@@ -118,16 +118,26 @@ ze_api! {
         // SAFETY: the caller's chain of property structures.
         let entries = unsafe { chain(p.pNext) };
         for e in entries.into_iter().take(if npu { 1 } else { usize::MAX }) {
-            if e.stype != stypes::EXTERNAL_MEMORY_EXPORT_FD {
-                continue;
+            #[cfg(unix)]
+            if e.stype == stypes::EXTERNAL_MEMORY_EXPORT_FD {
+                // SAFETY: stype says ze_external_memory_export_fd_t.
+                let x = unsafe { &mut *(e.ptr as *mut ze_external_memory_export_fd_t) };
+                if npu && x.flags != stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF {
+                    continue;
+                }
+                if let Some(Some(fd)) = memory::export_handle(driver, ptr).transpose()? {
+                    x.fd = fd;
+                }
             }
-            // SAFETY: stype says ze_external_memory_export_fd_t.
-            let x = unsafe { &mut *(e.ptr as *mut ze_external_memory_export_fd_t) };
-            if npu && x.flags != stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF {
-                continue;
-            }
-            if let Some(fd) = memory::export_fd(driver, ptr) {
-                x.fd = fd?;
+            // Windows: compute-runtime writes the handle whatever the flags (handle 0 for memory
+            // that is not shareable); the NPU's answer is inferred (`memory::export_handle`).
+            #[cfg(windows)]
+            if e.stype == stypes::EXTERNAL_MEMORY_EXPORT_WIN32 {
+                // SAFETY: stype says ze_external_memory_export_win32_handle_t.
+                let x = unsafe { &mut *(e.ptr as *mut ze_external_memory_export_win32_handle_t) };
+                if let Some(h) = memory::export_handle(driver, ptr).transpose()? {
+                    x.handle = h.unwrap_or(std::ptr::null_mut());
+                }
             }
         }
         Ok(())

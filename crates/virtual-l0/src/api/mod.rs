@@ -8,4 +8,7 @@ pub mod driver;
 pub mod loader;
 pub mod memory;
 pub mod stubs;
+#[cfg(unix)]
 pub mod virtual_mem;
+#[cfg(windows)]
+pub mod virtual_mem_windows;

@@ -118,9 +118,11 @@ fn check(what: &str, st: ov::ov_status_e) -> Result<(), String> {
     }
 }
 
+#[cfg(unix)]
 /// The soname of the C library of the pinned OpenVINO (2026.4.1).
 const OPENVINO_C_SONAME: &str = "libopenvino_c.so.2641";
 
+#[cfg(unix)]
 /// The path of a loaded shared object whose file name starts with `prefix`.
 fn loaded_library(prefix: &str) -> Option<PathBuf> {
     struct Search<'a> {
@@ -150,6 +152,7 @@ fn loaded_library(prefix: &str) -> Option<PathBuf> {
     s.found
 }
 
+#[cfg(unix)]
 /// Finds the process's `libopenvino_c`, as described in the module docs.
 fn locate_openvino_c() -> Result<PathBuf, String> {
     if let Some(p) = loaded_library("libopenvino_c.so") {
@@ -172,6 +175,39 @@ fn locate_openvino_c() -> Result<PathBuf, String> {
     let dir = core.parent().map(PathBuf::from).unwrap_or_default();
     let suffix = core.file_name().and_then(|f| f.to_str()).and_then(|f| f.strip_prefix("libopenvino.so")).unwrap_or("");
     let c = dir.join(format!("libopenvino_c.so{suffix}"));
+    if c.exists() {
+        Ok(c)
+    } else {
+        Err(format!("OpenVINO is loaded from {} but {} does not exist", core.display(), c.display()))
+    }
+}
+
+/// Finds the process's `openvino_c.dll` (Windows): the loaded module of that name, else the one beside
+/// the loaded `openvino.dll` (as on Linux, the process's own OpenVINO, never a second one).
+#[cfg(windows)]
+fn locate_openvino_c() -> Result<PathBuf, String> {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleFileNameW, GetModuleHandleW};
+    let loaded = |name: &str| -> Option<PathBuf> {
+        let wide: Vec<u16> = name.encode_utf16().chain([0]).collect();
+        // SAFETY: a NUL-terminated name; GetModuleHandleW takes no reference and loads nothing.
+        let m = unsafe { GetModuleHandleW(wide.as_ptr()) };
+        if m.is_null() {
+            return None;
+        }
+        let mut buf = vec![0u16; 32768];
+        // SAFETY: buf is writable for its length.
+        let n = unsafe { GetModuleFileNameW(m, buf.as_mut_ptr(), buf.len() as u32) } as usize;
+        (n > 0).then(|| PathBuf::from(String::from_utf16_lossy(&buf[..n])))
+    };
+    if let Some(p) = loaded("openvino_c.dll") {
+        return Ok(p);
+    }
+    let core = loaded("openvino.dll").ok_or_else(|| {
+        "OpenVINO is not loaded in this process: the virtual NPU executes graphs with the process's own \
+         OpenVINO (openvino.dll) and never loads a second one"
+            .to_string()
+    })?;
+    let c = core.with_file_name("openvino_c.dll");
     if c.exists() {
         Ok(c)
     } else {
