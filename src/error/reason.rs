@@ -118,11 +118,20 @@ impl Reason {
                  CPU_VA memory (a PageAlignedBuffer; from SYCL the SharedSystem strategy), an L0 host tensor, or \
                  the NPU→SYCL copy (NpuToSycl)"
             }
+            Reason::NotExportable if cfg!(windows) => {
+                "device memory reaches another driver only as an NT handle, and the GPU driver makes one only for \
+                 device memory allocated exportable (L0Context::alloc_device_exportable; host memory is never \
+                 shareable on Windows); the NPU driver exports none"
+            }
             Reason::NotExportable => {
                 "device memory reaches another driver only as a dma-buf, and only memory allocated exportable \
                  exports one: allocate it with L0Context::alloc_device_exportable / alloc_host_exportable or as \
                  SYCL exportable device memory (ExportableDeviceMemory); a device whose export types lack \
                  DMA_BUF exports nothing"
+            }
+            Reason::NoSystemMemoryImport if cfg!(windows) => {
+                "the NPU driver's import types lack STANDARD_ALLOCATION: NPU 37xx (Meteor/Arrow Lake) imports no \
+                 user memory. Use an NT handle (GPU exportable device memory: NtHandleMemory) or an L0 host tensor"
             }
             Reason::NoSystemMemoryImport => {
                 "the NPU driver's import types lack STANDARD_ALLOCATION: NPU 37xx (Meteor/Arrow Lake) imports no \

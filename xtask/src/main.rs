@@ -5,7 +5,9 @@
 //! - `test`: `setup`, build the virtual Level Zero platform (for the C++ tests; Rust tests get it
 //!   through testkit), the gates, a dependent crate built on its own (`tests/consumer`, once), then
 //!   per laptop profile the whole suite (`cargo test --workspace --features npu-sycl-bridge/sycl`)
-//!   and the C++/CMake tests (ctest).
+//!   and the C++/CMake tests (ctest), then the Windows suite (`test-windows`).
+//! - `test-windows`: the crate built for Windows and its Windows tests run under Wine with the real
+//!   Windows OpenVINO NPU plugin on the virtual platform (`xtask/src/windows.rs`).
 //! - `example`: `setup`, build the virtual platform, run `examples/forum_port.rs`.
 //! - `bench`: `setup`, build the benches in release (`cargo bench --no-run`; the virtual platform
 //!   comes with that build, through testkit), run `benches/pipeline.rs`, then `benches/report/`,
@@ -23,6 +25,7 @@ mod api;
 mod codegen;
 mod pins;
 mod setup;
+mod windows;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -34,6 +37,7 @@ fn main() -> ExitCode {
     let result = match task {
         "setup" => setup::run(rest.iter().any(|a| a == "--codegen")),
         "test" => test(rest),
+        "test-windows" => windows::test(),
         "example" => example(rest),
         "bench" => bench(rest),
         "codegen" => setup::run(true).and_then(|_| codegen::run()),
@@ -41,7 +45,7 @@ fn main() -> ExitCode {
         "valgrind" => valgrind(rest),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | example | bench [-- report-args] | valgrind [rust | cpp] | codegen | api [--bless]>"
+                "usage: cargo xtask <setup [--codegen] | test [-- cargo-test-args] | test-windows | example | bench [-- report-args] | valgrind [rust | cpp] | codegen | api [--bless]>"
             );
             return if task == "help" { ExitCode::SUCCESS } else { ExitCode::from(2) };
         }
@@ -80,7 +84,7 @@ fn describe(cmd: &Command) -> String {
     s
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
@@ -136,7 +140,7 @@ fn json_string_field(json: &str, key: &str) -> Option<String> {
 
 /// The laptop profiles the whole suite runs under when `VL0_PROFILE` does not name one: every one
 /// (tests that only make sense on some generations check the others' answer instead).
-const TEST_PROFILES: [&str; 4] = ["lnl", "mtl", "arl", "ptl"];
+pub(crate) const TEST_PROFILES: [&str; 4] = ["lnl", "mtl", "arl", "ptl"];
 
 /// The gates every change passes before the suite: formatting, clippy with every lint an error,
 /// the docs as docs.rs builds them (every feature, no SYCL runtime), and the crate built and
@@ -191,7 +195,8 @@ fn test(extra: &[String]) -> Result<(), String> {
         run_cmd(&mut cmd).map_err(|e| format!("VL0_PROFILE={profile}: {e}"))?;
         cmake_tests(profile).map_err(|e| format!("VL0_PROFILE={profile}: {e}"))?;
     }
-    sanitized_cpp_tests()
+    sanitized_cpp_tests()?;
+    windows::test()
 }
 
 /// The C++ code (the SYCL core, the cxx shim and the C++ API, which cargo compiles there with the

@@ -49,7 +49,7 @@ fn installed(pkg: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn debian_packages(pkgs: &[String]) -> Result<(), String> {
+pub(crate) fn debian_packages(pkgs: &[String]) -> Result<(), String> {
     let missing: Vec<&str> = pkgs.iter().filter(|p| !installed(p)).map(String::as_str).collect();
     if missing.is_empty() {
         return Ok(());

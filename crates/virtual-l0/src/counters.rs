@@ -29,7 +29,9 @@ const NAMES: &[&str] = &[
 
 fn map() -> &'static Mutex<BTreeMap<String, u64>> {
     static M: OnceLock<Mutex<BTreeMap<String, u64>>> = OnceLock::new();
-    M.get_or_init(|| Mutex::new(NAMES.iter().map(|n| (n.to_string(), 0)).collect()))
+    // Shareable-memory counters say `nt_handle` on Windows where they say `dma_buf` on Linux.
+    let name = |n: &str| n.replace("dma_buf", crate::memory::shared_counter());
+    M.get_or_init(|| Mutex::new(NAMES.iter().map(|n| (name(n), 0)).collect()))
 }
 
 fn with<R>(f: impl FnOnce(&mut BTreeMap<String, u64>) -> R) -> R {

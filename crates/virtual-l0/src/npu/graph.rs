@@ -99,7 +99,7 @@ impl Graph {
 impl Graph {
     /// Like a real NPU, the graph can only reach memory mapped through its driver: every argument must
     /// lie inside an allocation or import of the NPU driver, with room for the whole tensor. Counts the
-    /// arguments that are imports (`npu.graph_args.dma_buf`, `npu.graph_args.sysmem`): those
+    /// arguments that are imports (`npu.graph_args.dma_buf` — `nt_handle` on Windows — and `npu.graph_args.sysmem`): those
     /// executions read or wrote the producer's memory itself.
     fn check_args(&self, args: &[usize]) -> Result<(), (ze_result_t, String)> {
         let refuse = |e: String| (ZE_RESULT_ERROR_INVALID_ARGUMENT, e);
@@ -143,7 +143,7 @@ impl Graph {
             }
         }
         if fd > 0 {
-            crate::counters::add("npu.graph_args.dma_buf", fd);
+            crate::counters::add(&format!("npu.graph_args.{}", crate::memory::shared_counter()), fd);
         }
         if sys > 0 {
             crate::counters::add("npu.graph_args.sysmem", sys);
@@ -503,7 +503,7 @@ unsafe fn create_graph(
             );
             crate::counters::add("npu.graphs", 1);
             // Registered with the first graph, so they read 0 rather than "unknown" before any execution.
-            crate::counters::add("npu.graph_args.dma_buf", 0);
+            crate::counters::add(&format!("npu.graph_args.{}", crate::memory::shared_counter()), 0);
             crate::counters::add("npu.graph_args.sysmem", 0);
             *out_graph =
                 create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
