@@ -173,8 +173,15 @@ mod tests {
 
             #[test]
             fn pointers_parse_back(p in any::<usize>()) {
-                prop_assert_eq!(parse_pointer(&format!("{p:#x}")), Some(p));
-                prop_assert_eq!(parse_pointer(&p.to_string()), Some(p));
+                for msvc in [false, true] {
+                    prop_assert_eq!(parse_pointer_as(&format!("{p:#x}"), msvc), Some(p));
+                }
+                prop_assert_eq!(parse_pointer_as(&format!("{p:016X}"), true), Some(p));
+                prop_assert_eq!(parse_pointer_as(&p.to_string(), false), Some(p));
+                // Under MSVC a 16-character string is its pointer format, never a decimal.
+                if p.to_string().len() != 16 {
+                    prop_assert_eq!(parse_pointer_as(&p.to_string(), true), Some(p));
+                }
             }
         }
     }
