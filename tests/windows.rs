@@ -4,7 +4,7 @@
 //! values); on other OSes this file has no tests.
 #![cfg(windows)]
 
-use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
+use std::os::windows::io::{AsRawHandle, BorrowedHandle, FromRawHandle, OwnedHandle, RawHandle};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use npu_sycl_bridge::level_zero::{DeviceType, L0Allocation, L0Context, L0Device};
@@ -17,6 +17,8 @@ use windows_sys::Win32::Foundation::GetHandleInformation;
 use windows_sys::Win32::System::Threading::CreateEventW;
 
 mod common;
+#[path = "windows/ur.rs"]
+mod ur;
 
 use common::npu::{core, counter, imports_user_memory, l0_device, other_input, NpuAndCpu};
 
@@ -283,4 +285,89 @@ fn a_pool_of_nt_handle_memory_imports_each_buffer_once() {
     let outputs: Vec<Vec<u8>> = keep.iter().map(read).filter(|v| v.iter().any(|&b| b != 0)).collect();
     assert_eq!(outputs.len(), 1, "one buffer was used");
     s.assert_matches_cpu(&[x], &outputs);
+}
+
+#[test]
+fn dpcpps_windows_level_zero_adapter_shares_nt_handles_with_the_npu() {
+    let _s = serial();
+    let s = NpuAndCpu::new(core(), models::fully_connected());
+    // Unified Runtime from the Windows wheels, on the virtual GPU (it opens ze_loader.dll by name).
+    let bin = native_finder::provisioned_prefix().join("Library").join("bin");
+    let ur = ur::Ur::load(&bin).unwrap();
+    let gpus = ur.gpus().unwrap();
+    let (_, l0_gpu) = l0_device(DeviceType::Gpu);
+    let want = l0_gpu.properties().unwrap().name;
+    let &(dev, ref name) = gpus.first().expect("Unified Runtime's Level Zero adapter lists the virtual GPU");
+    assert_eq!(name, &want);
+    let (mut ctx, mut queue) = (std::ptr::null_mut(), std::ptr::null_mut());
+    let null = std::ptr::null_mut();
+    // SAFETY: ur_api.h's contracts; every handle is released below.
+    unsafe {
+        ur::check((ur.urContextCreate)(1, &dev, std::ptr::null(), &mut ctx), "urContextCreate").unwrap();
+        ur::check((ur.urQueueCreate)(ctx, dev, std::ptr::null(), &mut queue), "urQueueCreate").unwrap();
+    }
+    let x = s.m.sample_input(0);
+    let copy = |dst: *mut std::ffi::c_void, src: *const std::ffi::c_void| {
+        // SAFETY: both sides are 4096 bytes the test owns; a blocking copy.
+        let r = unsafe { (ur.urEnqueueUSMMemcpy)(queue, true, dst, src, 4096, 0, std::ptr::null(), null) };
+        ur::check(r, "urEnqueueUSMMemcpy").unwrap();
+    };
+
+    // SYCL's export (what export_device_mem_handle<win32_nt_handle> runs): exportable device memory
+    // and its NT handle, which the NPU imports in place.
+    let mut mem = std::ptr::null_mut();
+    let mut handle: RawHandle = std::ptr::null_mut();
+    // SAFETY: as above; the out-parameter is a HANDLE.
+    unsafe {
+        let r =
+            (ur.urMemoryExportAllocExportableMemoryExp)(ctx, dev, 4096, 4096, ur::EXTERNAL_MEM_TYPE_WIN32_NT, &mut mem);
+        ur::check(r, "urMemoryExportAllocExportableMemoryExp").unwrap();
+        let r = (ur.urMemoryExportExportMemoryHandleExp)(
+            ctx,
+            dev,
+            ur::EXTERNAL_MEM_TYPE_WIN32_NT,
+            mem,
+            std::ptr::addr_of_mut!(handle).cast(),
+        );
+        ur::check(r, "urMemoryExportExportMemoryHandleExp").unwrap();
+    }
+    assert!(!handle.is_null(), "Unified Runtime wrote the exported NT handle into the caller's out-parameter");
+    copy(mem, x.as_ptr().cast());
+    // The handle is the driver's (closed by zeMemFree): the NPU gets a duplicate.
+    // SAFETY: the driver's open handle, valid while `mem` lives; only duplicated.
+    let dup = unsafe { BorrowedHandle::borrow_raw(handle) }.try_clone_to_owned().unwrap();
+    let (imports0, args0) = (counter("npu.imports.nt_handle"), counter("npu.graph_args.nt_handle"));
+    let t = s
+        .npu
+        .import(NtHandleMemory::new(dup, 4096), ElementType::F32, s.m.inputs[0].shape.clone(), TensorType::Input)
+        .unwrap();
+    let out = s.npu.l0_host_tensor(ElementType::F32, s.m.outputs[0].shape.clone(), TensorType::Output).unwrap();
+    let mut r = s.request();
+    r.set_input_tensor(0, &t).unwrap();
+    r.set_output_tensor(0, &out).unwrap();
+    r.infer().unwrap();
+    assert_eq!(counter("npu.imports.nt_handle"), imports0 + 1);
+    assert_eq!(counter("npu.graph_args.nt_handle"), args0 + 1, "the graph read SYCL's pages in place");
+    s.assert_matches_cpu(std::slice::from_ref(&x), &[out.host_bytes().unwrap().to_vec()]);
+    drop((r, t));
+
+    // SYCL's import (import_external_memory + map_external_linear_memory) of the bridge's NT handle.
+    let g = gpu();
+    let (_l0_mem, nt) = g.exported(4096, Some(&x));
+    let imports0 = counter("gpu.imports.nt_handle");
+    let (ext, mapped) = ur.import_nt_handle(ctx, dev, nt.handle().as_raw_handle(), 4096).unwrap();
+    assert_eq!(counter("gpu.imports.nt_handle"), imports0 + 1);
+    let mut back = vec![0u8; 4096];
+    copy(back.as_mut_ptr().cast(), mapped);
+    assert_eq!(back, x, "SYCL reads the bridge's pages through the imported handle");
+    assert!(is_open(nt.handle().as_raw_handle()), "Unified Runtime never closes an imported handle");
+
+    // SAFETY: each handle released once, in reverse order of creation.
+    unsafe {
+        ur::check((ur.urBindlessImagesFreeMappedLinearMemoryExp)(ctx, dev, mapped), "free mapped").unwrap();
+        ur::check((ur.urBindlessImagesReleaseExternalMemoryExp)(ctx, dev, ext), "release external").unwrap();
+        ur::check((ur.urMemoryExportFreeExportableMemoryExp)(ctx, dev, mem), "free exportable").unwrap();
+        ur::check((ur.urQueueRelease)(queue), "urQueueRelease").unwrap();
+        ur::check((ur.urContextRelease)(ctx), "urContextRelease").unwrap();
+    }
 }
