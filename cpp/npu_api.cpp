@@ -247,14 +247,26 @@ SharedTensor Npu::import_sycl(ProgramMemory memory, const ov::element::Type& typ
   });
 }
 
-SharedTensor Npu::import_dma_buf(int fd, const ov::element::Type& type, const ov::Shape& shape,
-                                 TensorType tensor_type) const {
-  return call("npu_sycl_bridge::Npu::import_dma_buf", [&] {
-    auto state = detail::npu_import_dma_buf(*impl_->state, fd, type_name(type), dims(shape),
-                                            tensor_type);
+#ifdef _WIN32
+SharedTensor Npu::import_nt_handle(void* handle, const ov::element::Type& type, const ov::Shape& shape,
+                                   TensorType tensor_type) const {
+  return call("npu_sycl_bridge::Npu::import_nt_handle", [&] {
+    auto value = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(handle));
+    auto state = detail::npu_import_shared_handle(*impl_->state, value, type_name(type), dims(shape), tensor_type);
     return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
   });
 }
+#else
+SharedTensor Npu::import_dma_buf(int fd, const ov::element::Type& type, const ov::Shape& shape,
+                                 TensorType tensor_type) const {
+  return call("npu_sycl_bridge::Npu::import_dma_buf", [&] {
+    // A negative fd becomes a value no fd has, which the bridge refuses.
+    auto value = static_cast<std::uint64_t>(static_cast<std::int64_t>(fd));
+    auto state = detail::npu_import_shared_handle(*impl_->state, value, type_name(type), dims(shape), tensor_type);
+    return SharedTensor(std::make_unique<detail::TensorImpl>(std::move(state)));
+  });
+}
+#endif
 
 // ---- Strategy ---------------------------------------------------------------------------------
 

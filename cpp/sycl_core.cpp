@@ -5,10 +5,14 @@
 #include <sycl/ext/oneapi/bindless_images.hpp>
 #include <sycl/ext/oneapi/memory_export.hpp>
 
+#ifdef _WIN32
+#include <windows.h>
+#else
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#endif
 
 #include <cstdio>
 #include <memory>
@@ -32,6 +36,15 @@ DeviceType to_device_type(sycl::info::device_type t) {
   }
 }
 
+#ifdef _WIN32
+// A duplicate of an NT handle in this process, or an exception naming what it was for.
+SharedHandle duplicate(SharedHandle h, const char* what) {
+  HANDLE d = nullptr;
+  if (!::DuplicateHandle(::GetCurrentProcess(), h, ::GetCurrentProcess(), &d, 0, FALSE, DUPLICATE_SAME_ACCESS))
+    throw std::runtime_error(std::string(what) + ": DuplicateHandle failed with error " + std::to_string(::GetLastError()));
+  return d;
+}
+#else
 // Whether `a` is an open fd of the same file as the open fd `b`.
 bool same_open_file(int a, int b) {
   struct stat sa {}, sb {};
@@ -39,11 +52,12 @@ bool same_open_file(int a, int b) {
 }
 
 // A duplicate of fd (close-on-exec), or an exception naming what it was for.
-int dup_fd(int fd, const char* what) {
+SharedHandle duplicate(SharedHandle fd, const char* what) {
   int d = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (d < 0) throw std::runtime_error(std::string(what) + ": duplicating fd " + std::to_string(fd) + " failed");
   return d;
 }
+#endif
 
 std::string context_where(const char* what, std::size_t a, std::size_t b) {
   return std::string(what) + " " + std::to_string(a) + " (of " + std::to_string(b) + ")";
@@ -202,9 +216,28 @@ using ZeMemAllocDeviceFn = std::int32_t (*)(void* ctx, const ZeDeviceMemAllocDes
                                             void* dev, void** out);
 using ZeMemFreeFn = std::int32_t (*)(void* ctx, void* ptr);
 
+#ifdef _WIN32
+// The loader module the process already uses (the one SYCL opened), without a reference: nothing to close.
+struct LoaderRef {
+  HMODULE module = ::GetModuleHandleA("ze_loader.dll");
+  explicit operator bool() const { return module != nullptr; }
+  void* get() const { return module; }
+};
+void* loader_symbol(const LoaderRef& l, const char* name) {
+  return reinterpret_cast<void*>(::GetProcAddress(l.module, name));
+}
+#else
 struct DlClose {
   void operator()(void* handle) const noexcept { dlclose(handle); }
 };
+// RTLD_NOLOAD: only the loader instance the process already uses (the one SYCL opened). The reference
+// RTLD_NOLOAD adds is dropped on every path out, exceptions included.
+struct LoaderRef {
+  std::unique_ptr<void, DlClose> handle{dlopen("libze_loader.so.1", RTLD_LAZY | RTLD_NOLOAD)};
+  explicit operator bool() const { return handle != nullptr; }
+};
+void* loader_symbol(const LoaderRef& l, const char* name) { return dlsym(l.handle.get(), name); }
+#endif
 
 std::string hex(std::uint64_t v) {
   char buf[32];
@@ -215,13 +248,11 @@ std::string hex(std::uint64_t v) {
 } // namespace
 
 void check_context_accepts_devices(std::uintptr_t ze_context, const std::vector<sycl::device>& devices) {
-  // RTLD_NOLOAD: only the loader instance the process already uses (the one SYCL opened).
-  // The reference RTLD_NOLOAD added is dropped on every path out, exceptions included (native_device()
-  // and get_info() below can throw).
-  std::unique_ptr<void, DlClose> loader(dlopen("libze_loader.so.1", RTLD_LAZY | RTLD_NOLOAD));
+  // The loader the process already uses; native_device() and get_info() below can throw.
+  LoaderRef loader;
   if (!loader) return; // no loader in the process: nothing to probe with
-  auto alloc = reinterpret_cast<ZeMemAllocDeviceFn>(dlsym(loader.get(), "zeMemAllocDevice"));
-  auto release = reinterpret_cast<ZeMemFreeFn>(dlsym(loader.get(), "zeMemFree"));
+  auto alloc = reinterpret_cast<ZeMemAllocDeviceFn>(loader_symbol(loader, "zeMemAllocDevice"));
+  auto release = reinterpret_cast<ZeMemFreeFn>(loader_symbol(loader, "zeMemFree"));
   if (alloc == nullptr || release == nullptr) return;
   std::string failure;
   for (const auto& d : devices) {
@@ -331,7 +362,12 @@ void queue_wait(sycl::queue& q) { q.wait_and_throw(); }
 void* alloc_exportable_device_mem(std::size_t size, std::size_t alignment, const sycl::device& dev,
                                   const sycl::context& ctx) {
   if (size == 0) throw std::invalid_argument("exportable allocation of 0 bytes");
-  void* p = syclex::alloc_exportable_device_mem(alignment, size, syclex::external_mem_handle_type::dma_buf, dev, ctx);
+#ifdef _WIN32
+  constexpr auto kind = syclex::external_mem_handle_type::win32_nt_handle;
+#else
+  constexpr auto kind = syclex::external_mem_handle_type::dma_buf;
+#endif
+  void* p = syclex::alloc_exportable_device_mem(alignment, size, kind, dev, ctx);
   if (p == nullptr) throw std::runtime_error("alloc_exportable_device_mem returned nullptr");
   return p;
 }
@@ -350,32 +386,63 @@ bool gpu_driver_closes_imported_fds(const sycl::device& dev) {
   return build >= kComputeRuntimeImportClosesFdBuild;
 }
 
-int export_dma_buf(void* ptr, const sycl::device& dev, const sycl::context& ctx) {
-  // The runtime returns the GPU driver's own fd (compute-runtime caches one per allocation and
+SharedHandle export_shared_handle(void* ptr, const sycl::device& dev, const sycl::context& ctx) {
+  // The runtime returns the GPU driver's own handle (compute-runtime keeps one per allocation and
   // closes it in zeMemFree; UR passes it through): hand out a duplicate the caller owns.
+#ifdef _WIN32
+  void* h = syclex::export_device_mem_handle<syclex::external_mem_handle_type::win32_nt_handle>(ptr, dev, ctx);
+  if (h == nullptr) throw std::runtime_error("export_device_mem_handle<win32_nt_handle> returned no handle");
+  return duplicate(h, "export_device_mem_handle<win32_nt_handle>");
+#else
   int fd = syclex::export_device_mem_handle<syclex::external_mem_handle_type::dma_buf>(ptr, dev, ctx);
   if (fd < 0) throw std::runtime_error("export_device_mem_handle<dma_buf> returned fd " + std::to_string(fd));
-  return dup_fd(fd, "export_device_mem_handle<dma_buf>");
+  return duplicate(fd, "export_device_mem_handle<dma_buf>");
+#endif
 }
 
 void free_exportable_device_mem(void* ptr, const sycl::device& dev, const sycl::context& ctx) {
   syclex::free_exportable_memory(ptr, dev, ctx);
 }
 
-ImportedLinearMemory import_dma_buf(int fd, std::size_t size, const sycl::device& dev, const sycl::context& ctx) {
-  if (fd < 0) throw std::invalid_argument("import_external_memory: invalid fd " + std::to_string(fd));
+namespace {
+
+#ifdef _WIN32
+// compute-runtime on Windows opens the resource behind the handle and never closes the handle.
+bool import_consumes(const sycl::device&) { return false; }
+bool valid(SharedHandle h) { return h != nullptr && h != INVALID_HANDLE_VALUE; }
+void close_handle(SharedHandle h) { ::CloseHandle(h); }
+bool still_ours(SharedHandle, SharedHandle) { return false; }
+syclex::external_mem_descriptor<syclex::resource_win32_handle> descriptor(SharedHandle h, std::size_t size) {
+  return {syclex::resource_win32_handle{h}, syclex::external_mem_handle_type::win32_nt_handle, size};
+}
+#else
+bool import_consumes(const sycl::device& dev) { return gpu_driver_closes_imported_fds(dev); }
+bool valid(SharedHandle fd) { return fd >= 0; }
+void close_handle(SharedHandle fd) { ::close(fd); }
+// UR imports at map time (zeMemAllocDevice with the fd); the driver closes the duplicate only when
+// that import succeeds. If it is still ours (open, on the same buffer), it is ours to close.
+bool still_ours(SharedHandle given, SharedHandle original) { return same_open_file(given, original); }
+syclex::external_mem_descriptor<syclex::resource_fd> descriptor(SharedHandle fd, std::size_t size) {
+  return {syclex::resource_fd{fd}, syclex::external_mem_handle_type::dma_buf, size};
+}
+#endif
+
+} // namespace
+
+ImportedLinearMemory import_shared_handle(SharedHandle handle, std::size_t size, const sycl::device& dev,
+                                          const sycl::context& ctx) {
+  if (!valid(handle)) throw std::invalid_argument("import_external_memory: invalid handle");
   if (size == 0) throw std::invalid_argument("import_external_memory: size 0");
-  // A driver that closes what it imports gets a duplicate, so the caller's fd stays the caller's.
-  const bool consumed = gpu_driver_closes_imported_fds(dev);
-  const int given = consumed ? dup_fd(fd, "import_external_memory") : fd;
-  syclex::external_mem_descriptor<syclex::resource_fd> desc{
-      syclex::resource_fd{given}, syclex::external_mem_handle_type::dma_buf, size};
+  // A driver that closes what it imports gets a duplicate, so the caller's handle stays the caller's.
+  const bool consumed = import_consumes(dev);
+  const SharedHandle given = consumed ? duplicate(handle, "import_external_memory") : handle;
+  auto desc = descriptor(given, size);
   ImportedLinearMemory out;
   out.size = size;
   try {
     out.external = syclex::import_external_memory(desc, dev, ctx);
   } catch (...) {
-    if (consumed) ::close(given);  // a failed import does not consume it
+    if (consumed) close_handle(given);  // a failed import does not consume it
     throw;
   }
   try {
@@ -386,9 +453,7 @@ ImportedLinearMemory import_dma_buf(int fd, std::size_t size, const sycl::device
       syclex::release_external_memory(out.external, dev, ctx);
     } catch (...) {
     }
-    // UR imports at map time (zeMemAllocDevice with the fd); the driver closes the duplicate only
-    // when that import succeeds. If it is still ours (open, on the same buffer), close it.
-    if (consumed && same_open_file(given, fd)) ::close(given);
+    if (consumed && still_ours(given, handle)) close_handle(given);
     throw;
   }
   return out;

@@ -162,17 +162,28 @@ std::uint8_t* alloc_exportable_device_mem(std::size_t size, std::size_t alignmen
   return static_cast<std::uint8_t*>(core::alloc_exportable_device_mem(size, alignment, device.device, context.context));
 }
 
-std::int32_t export_dma_buf(std::uint8_t* ptr, const SyclDevice& device, const SyclContext& context) {
-  return core::export_dma_buf(ptr, device.device, context.context);
+std::uint64_t export_shared_handle(std::uint8_t* ptr, const SyclDevice& device, const SyclContext& context) {
+  core::SharedHandle h = core::export_shared_handle(ptr, device.device, context.context);
+#ifdef _WIN32
+  return reinterpret_cast<std::uintptr_t>(h);
+#else
+  return static_cast<std::uint64_t>(h);  // an fd, never negative here
+#endif
 }
 
 void free_exportable_device_mem(std::uint8_t* ptr, const SyclDevice& device, const SyclContext& context) {
   core::free_exportable_device_mem(ptr, device.device, context.context);
 }
 
-std::unique_ptr<SyclImported> import_dma_buf(std::int32_t fd, std::size_t size, const SyclDevice& device,
-                                             const SyclContext& context) {
-  return std::make_unique<SyclImported>(SyclImported{core::import_dma_buf(fd, size, device.device, context.context)});
+std::unique_ptr<SyclImported> import_shared_handle(std::uint64_t handle, std::size_t size, const SyclDevice& device,
+                                                   const SyclContext& context) {
+#ifdef _WIN32
+  auto h = reinterpret_cast<core::SharedHandle>(static_cast<std::uintptr_t>(handle));
+#else
+  if (handle > static_cast<std::uint64_t>(INT32_MAX)) throw std::invalid_argument("import: not a file descriptor");
+  auto h = static_cast<core::SharedHandle>(handle);
+#endif
+  return std::make_unique<SyclImported>(SyclImported{core::import_shared_handle(h, size, device.device, context.context)});
 }
 
 std::uint8_t* imported_ptr(const SyclImported& memory) noexcept { return static_cast<std::uint8_t*>(memory.memory.ptr); }

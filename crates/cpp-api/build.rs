@@ -11,6 +11,12 @@ fn main() {
     if std::env::var_os("DOCS_RS").is_some() {
         return;
     }
+    // The C++ API is compiled on the OS it runs on, with that OS's DPC++ compiler (icx or MSVC on
+    // Windows): a build for another OS type-checks the Rust side and does not link.
+    if std::env::var("CARGO_CFG_TARGET_OS").ok().as_deref() != Some(std::env::consts::OS) {
+        println!("cargo:warning=npu-sycl-bridge-cpp: a build for another OS: the C++ API is not compiled; this build does not link");
+        return;
+    }
     let openvino =
         native_finder::find_openvino().unwrap_or_else(|nf| panic!("the C++ API needs OpenVINO's headers: {nf}"));
     let ov_include = openvino.include_dir.clone().expect("OpenVINO's include directory");

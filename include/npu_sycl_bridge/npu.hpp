@@ -28,7 +28,8 @@
 //   context, the SYCL context), so they can be destroyed in any order.
 // - Host memory and SYCL memory handed to import() or a Pool come with a release callback: it is
 //   called exactly once, on any thread, when nothing uses the memory any more (also when the import
-//   fails). A dma-buf fd given to import_dma_buf() is taken: the bridge closes it, on error too.
+//   fails). A dma-buf fd given to import_dma_buf() (an NT handle to import_nt_handle() on Windows) is
+//   taken: the bridge closes it, on error too.
 //
 // Threads: Npu, Strategy and Pool may be used from several threads at once (the Rust types behind them
 // are Send + Sync; a pool hands out each buffer once). A SharedTensor is used by one thread at a time.
@@ -129,9 +130,16 @@ class Npu {
   /// callback runs once either way.
   SharedTensor import_sycl(ProgramMemory memory, const ov::element::Type& type, const ov::Shape& shape,
                            TensorType tensor_type = TensorType::binded) const;
+#ifdef _WIN32
+  /// Bring your own NT handle to shareable GPU memory (Windows): the handle is taken (closed by the
+  /// bridge, on error too); the memory must hold at least the tensor's bytes. No SYCL side.
+  SharedTensor import_nt_handle(void* handle, const ov::element::Type& type, const ov::Shape& shape,
+                                TensorType tensor_type = TensorType::binded) const;
+#else
   /// Bring your own dma-buf: the fd is taken (closed by the bridge, on error too). No SYCL side.
   SharedTensor import_dma_buf(int fd, const ov::element::Type& type, const ov::Shape& shape,
                               TensorType tensor_type = TensorType::binded) const;
+#endif
 
  private:
   friend class Strategy;
@@ -192,7 +200,7 @@ class SharedTensor {
   void* data() const;
   std::size_t byte_size() const;
   /// Whether it has a SYCL side: true for strategies' tensors and import_sycl (kind() dma_buf),
-  /// false for import_host and import_dma_buf.
+  /// false for import_host and import_dma_buf / import_nt_handle.
   bool has_strategy() const;
   /// The strategy that made it; throws ErrorKind::invalid_argument when has_strategy() is false.
   StrategyKind kind() const;

@@ -145,25 +145,35 @@ void queue_memset(sycl::queue& q, void* dst, int value, std::size_t n);
 /// q.wait_and_throw().
 void queue_wait(sycl::queue& q);
 
-// ---- external memory (dma-buf) -------------------------------------------------------------------
+// ---- external memory (a dma-buf fd on Linux, an NT handle on Windows) ----------------------------
+
+/// The OS's handle to shareable memory: a dma-buf file descriptor on Linux, an NT handle on Windows.
+#ifdef _WIN32
+using SharedHandle = void*;
+#else
+using SharedHandle = int;
+#endif
 
 /// alloc_exportable_device_mem(alignment, size, dma_buf, dev, ctx). Throws instead of returning nullptr.
 void* alloc_exportable_device_mem(std::size_t size, std::size_t alignment, const sycl::device& dev,
                                   const sycl::context& ctx);
-/// export_device_mem_handle<dma_buf>, duplicated: a NEW file descriptor each call, owned by the caller
-/// (close it). The runtime's own fd is the GPU driver's (compute-runtime caches one per allocation and
-/// closes it when the memory is freed), so it is never handed out.
-int export_dma_buf(void* ptr, const sycl::device& dev, const sycl::context& ctx);
+/// export_device_mem_handle<dma_buf> (<win32_nt_handle> on Windows), duplicated: a NEW fd or NT handle
+/// each call, owned by the caller (close it). The runtime's own is the GPU driver's (compute-runtime
+/// keeps one per allocation and closes it when the memory is freed, on Linux and on Windows), so it
+/// is never handed out.
+SharedHandle export_shared_handle(void* ptr, const sycl::device& dev, const sycl::context& ctx);
 /// The first compute-runtime build whose dma-buf import closes the fd it was given (26.14.37833).
 constexpr unsigned long kComputeRuntimeImportClosesFdBuild = 37833;
 /// Whether `dev`'s Level Zero driver closes the fd of a successful dma-buf import (compute-runtime
 /// 26.14.37833 and later, read from the driver version's build number).
 bool gpu_driver_closes_imported_fds(const sycl::device& dev);
 void free_exportable_device_mem(void* ptr, const sycl::device& dev, const sycl::context& ctx);
-/// import_external_memory(resource_fd{fd}, dma_buf, size) + map_external_linear_memory(0, size).
-/// The fd stays owned by the caller, who must keep it open until release_imported() has returned: a
-/// driver that closes imported fds is given a duplicate.
-ImportedLinearMemory import_dma_buf(int fd, std::size_t size, const sycl::device& dev, const sycl::context& ctx);
+/// import_external_memory(resource_fd{fd}, dma_buf, size) (resource_win32_handle, win32_nt_handle on
+/// Windows) + map_external_linear_memory(0, size). The handle stays owned by the caller, who must keep
+/// it open until release_imported() has returned: a Linux driver that closes imported fds is given a
+/// duplicate; compute-runtime on Windows never closes an imported handle.
+ImportedLinearMemory import_shared_handle(SharedHandle handle, std::size_t size, const sycl::device& dev,
+                                          const sycl::context& ctx);
 /// unmap_external_linear_memory + release_external_memory (both attempted; the first error is rethrown).
 void release_imported(ImportedLinearMemory& mem, const sycl::device& dev, const sycl::context& ctx);
 

@@ -69,13 +69,13 @@ UsmKind pointer_kind(const std::uint8_t* ptr, const SyclContext& context);
 void queue_memcpy(const SyclQueue& queue, std::uint8_t* dst, const std::uint8_t* src, std::size_t size);
 void queue_memset(const SyclQueue& queue, std::uint8_t* dst, std::uint8_t value, std::size_t size);
 
-// ---- external memory (dma-buf) ----
+// ---- external memory (a dma-buf fd on Linux, an NT handle on Windows, as its value) ----
 std::uint8_t* alloc_exportable_device_mem(std::size_t size, std::size_t alignment, const SyclDevice& device,
                                           const SyclContext& context);
-std::int32_t export_dma_buf(std::uint8_t* ptr, const SyclDevice& device, const SyclContext& context);
+std::uint64_t export_shared_handle(std::uint8_t* ptr, const SyclDevice& device, const SyclContext& context);
 void free_exportable_device_mem(std::uint8_t* ptr, const SyclDevice& device, const SyclContext& context);
-std::unique_ptr<SyclImported> import_dma_buf(std::int32_t fd, std::size_t size, const SyclDevice& device,
-                                             const SyclContext& context);
+std::unique_ptr<SyclImported> import_shared_handle(std::uint64_t handle, std::size_t size, const SyclDevice& device,
+                                                   const SyclContext& context);
 std::uint8_t* imported_ptr(const SyclImported& memory) noexcept;
 std::size_t imported_size(const SyclImported& memory) noexcept;
 void release_imported(SyclImported& memory, const SyclDevice& device, const SyclContext& context);

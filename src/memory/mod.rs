@@ -41,6 +41,8 @@ pub(crate) use self::fd::{check_open, fd_buffer};
 #[cfg(windows)]
 pub use self::nt_handle::NtHandleMemory;
 pub use self::page_aligned::{PageAlignedBuffer, PAGE_SIZE};
+#[cfg(feature = "sycl")]
+pub(crate) use self::shared_handle::{handle_value, owned_from_value};
 pub(crate) use self::shared_handle::{OwnedShared, SharedHandle};
 pub(crate) use self::size::{round_up_to_page, tensor_bytes};
 
@@ -291,7 +293,7 @@ pub(crate) struct NpuExportable(pub(crate) L0Allocation);
 #[cfg(feature = "sycl")]
 impl sealed::Sealed for NpuExportable {
     fn region(&self) -> Result<Region> {
-        Ok(Region::Shared { handle: SharedHandle::Owned(self.0.export_dma_buf()?), len: self.0.len() })
+        Ok(Region::Shared { handle: SharedHandle::Owned(self.0.export_shared()?), len: self.0.len() })
     }
     fn exclusive(&self) -> bool {
         true

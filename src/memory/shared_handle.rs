@@ -53,3 +53,26 @@ impl SharedHandle {
         }
     }
 }
+
+/// The handle's value as the C++ shim carries it (an fd number, or an NT handle's bits).
+#[cfg_attr(not(feature = "sycl"), allow(dead_code))]
+pub(crate) fn handle_value(h: &OwnedShared) -> u64 {
+    #[cfg(unix)]
+    return std::os::fd::AsRawFd::as_raw_fd(h) as u64;
+    #[cfg(windows)]
+    return std::os::windows::io::AsRawHandle::as_raw_handle(h) as usize as u64;
+}
+
+/// Takes ownership of the handle whose value the C++ shim returned.
+///
+/// # Safety
+/// `v` is an open fd (NT handle) of this process that nothing else owns or closes.
+#[cfg_attr(not(feature = "sycl"), allow(dead_code))]
+pub(crate) unsafe fn owned_from_value(v: u64) -> OwnedShared {
+    #[cfg(unix)]
+    // SAFETY: the caller's contract; an fd number fits in i32 (the shim checks before returning).
+    return unsafe { std::os::fd::FromRawFd::from_raw_fd(v as i32) };
+    #[cfg(windows)]
+    // SAFETY: the caller's contract.
+    return unsafe { std::os::windows::io::FromRawHandle::from_raw_handle(v as usize as *mut std::ffi::c_void) };
+}

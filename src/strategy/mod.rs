@@ -365,10 +365,10 @@ impl Strategy {
                 let mem = own
                     .alloc_host_exportable(self.npu.device(), len, PAGE_SIZE)
                     .map_err(|e| unsupported("the NPU driver could not allocate exportable memory", e))?;
-                let fd =
-                    mem.export_dma_buf().map_err(|e| unsupported("the NPU driver did not export its memory", e))?;
+                let handle =
+                    mem.export_shared().map_err(|e| unsupported("the NPU driver did not export its memory", e))?;
                 let tensor = self.npu.import(crate::memory::NpuExportable(mem), element_type, shape, tensor_type)?;
-                let imported = sycl::ImportedMemory::import_dma_buf(context, &self.device, fd, len).map_err(|e| {
+                let imported = sycl::ImportedMemory::import(context, &self.device, handle, len).map_err(|e| {
                     Error::unsupported(
                         Path::NpuToSyclZeroCopy,
                         Reason::SyclImportRefused,

@@ -1,17 +1,18 @@
-//! dma-buf export of SYCL device memory and import of a dma-buf fd into SYCL.
+//! Export of SYCL device memory and import into SYCL of a dma-buf fd (Linux) or an NT handle
+//! (Windows).
 //!
-//! # Who closes which file descriptor
-//! - [`ExportableDeviceMemory::export_dma_buf`] returns a **new** fd per call as an [`OwnedFd`]: the
-//!   caller owns it and it is closed when that `OwnedFd` is dropped (or by whoever the caller hands it
-//!   to with `into_raw_fd`). It is a duplicate: the runtime's own fd belongs to the GPU driver
-//!   (compute-runtime keeps one per allocation and closes it when the memory is freed).
-//! - [`ImportedMemory::import_dma_buf`] takes the fd **by value** and keeps it open until after
-//!   `unmap_external_linear_memory` and `release_external_memory` have run in `Drop`; then it closes
-//!   it. A GPU driver that closes imported fds (compute-runtime 26.14.37833 on) is given a duplicate,
-//!   so this fd is never closed twice. Pass a `try_clone()` of your fd if you need to keep one.
+//! # Who closes which handle
+//! - `ExportableDeviceMemory::export_dma_buf` (`export_nt_handle`) returns a **new** fd (NT handle)
+//!   per call as an `OwnedFd` (`OwnedHandle`): the caller owns it and it is closed when that value is
+//!   dropped (or by whoever the caller hands it to). It is a duplicate: the runtime's own belongs to
+//!   the GPU driver (compute-runtime keeps one per allocation and closes it when the memory is freed).
+//! - `ImportedMemory::import_dma_buf` (`import_nt_handle`) takes the handle **by value** and keeps it
+//!   open until after `unmap_external_linear_memory` and `release_external_memory` have run in
+//!   `Drop`; then it closes it. A GPU driver that closes imported fds (compute-runtime 26.14.37833 on,
+//!   Linux) is given a duplicate, so this fd is never closed twice; on Windows compute-runtime never
+//!   closes an imported handle. Pass a `try_clone()` if you need to keep one.
 
 use std::fmt;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use cxx::UniquePtr;
 use super::ffi::bridge;
 use super::usm::check_allocation;
 use super::{sycl_error, Error, Result, SyclContext, SyclDevice};
+use crate::memory::{handle_value, owned_from_value, OwnedShared};
 
 /// Device memory allocated with `alloc_exportable_device_mem(…, external_mem_handle_type::dma_buf, …)`
 /// and freed with `free_exportable_memory` in `Drop`. Host code reaches it only through a
@@ -126,29 +128,36 @@ impl ExportableDeviceMemory {
     ///
     /// Once exported, the pages have another way in, so an NPU tensor imported from this memory
     /// afterwards has no host views.
-    pub fn export_dma_buf(&self) -> Result<OwnedFd> {
+    #[cfg(unix)]
+    pub fn export_dma_buf(&self) -> Result<std::os::fd::OwnedFd> {
         let fd = self.export_for_import()?;
         self.exported.store(true, Ordering::Release);
         Ok(fd)
     }
 
-    /// Whether the program exported the memory ([`export_dma_buf`](Self::export_dma_buf)).
+    /// `export_device_mem_handle<external_mem_handle_type::win32_nt_handle>` (Windows): a new NT
+    /// handle for the whole allocation, which the caller owns, as `export_dma_buf` on Linux.
+    #[cfg(windows)]
+    pub fn export_nt_handle(&self) -> Result<std::os::windows::io::OwnedHandle> {
+        let h = self.export_for_import()?;
+        self.exported.store(true, Ordering::Release);
+        Ok(h)
+    }
+
+    /// Whether the program exported the memory (`export_dma_buf` / `export_nt_handle`).
     pub(crate) fn was_exported(&self) -> bool {
         self.exported.load(Ordering::Acquire)
     }
 
     /// An export made by the crate for the NPU import, which the import owns.
-    pub(crate) fn export_for_import(&self) -> Result<OwnedFd> {
+    pub(crate) fn export_for_import(&self) -> Result<OwnedShared> {
         let sd = self.context.sycl_device_at(self.device_slot);
         // SAFETY: `ptr` is a live exportable allocation of this context and device.
-        let fd = unsafe { bridge::export_dma_buf(self.ptr.as_ptr(), sd, self.context.raw()) }
-            .map_err(sycl_error("export_device_mem_handle<dma_buf>"))?;
-        if fd < 0 {
-            return Err(Error::sycl(format!("export_device_mem_handle<dma_buf> returned fd {fd}")));
-        }
-        // SAFETY: the shim returns a duplicate it made of the runtime's fd (which stays the GPU
+        let value = unsafe { bridge::export_shared_handle(self.ptr.as_ptr(), sd, self.context.raw()) }
+            .map_err(sycl_error("export_device_mem_handle"))?;
+        // SAFETY: the shim returns a duplicate it made of the runtime's handle (which stays the GPU
         // driver's, closed when the memory is freed); nobody else holds or closes the duplicate.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        Ok(unsafe { owned_from_value(value) })
     }
 
     /// The alignment asked for.
@@ -179,17 +188,17 @@ impl Drop for ExportableDeviceMemory {
     }
 }
 
-/// A dma-buf imported into SYCL (`import_external_memory` + `map_external_linear_memory`): device
-/// memory of the context, reached through a [`Queue`](super::Queue). `Drop` unmaps and releases, then
-/// closes the fd.
+/// A dma-buf (NT handle) imported into SYCL (`import_external_memory` + `map_external_linear_memory`):
+/// device memory of the context, reached through a [`Queue`](super::Queue). `Drop` unmaps and
+/// releases, then closes the handle.
 pub struct ImportedMemory {
-    // Drop order: `raw` is released explicitly in `Drop::drop`, then freed; the fd closes after it.
+    // Drop order: `raw` is released explicitly in `Drop::drop`, then freed; the handle closes after it.
     raw: UniquePtr<bridge::SyclImported>,
     ptr: NonNull<u8>,
     len: usize,
     device_slot: usize,
     device: SyclDevice,
-    fd: OwnedFd,
+    handle: OwnedShared,
     context: Arc<SyclContext>,
 }
 
@@ -204,7 +213,7 @@ impl fmt::Debug for ImportedMemory {
         f.debug_struct("ImportedMemory")
             .field("ptr", &self.ptr)
             .field("len", &self.len)
-            .field("fd", &self.fd.as_raw_fd())
+            .field("handle", &self.handle)
             .finish()
     }
 }
@@ -213,15 +222,43 @@ impl ImportedMemory {
     /// Imports the first `len` bytes of the dma-buf `fd` on `device` (one of `context`'s devices) and
     /// maps them linearly. Takes the fd by value: it stays open until the import has been released in
     /// `Drop`, then it is closed (also on `Err`).
-    pub fn import_dma_buf(context: &Arc<SyclContext>, device: &SyclDevice, fd: OwnedFd, len: usize) -> Result<Self> {
+    #[cfg(unix)]
+    pub fn import_dma_buf(
+        context: &Arc<SyclContext>,
+        device: &SyclDevice,
+        fd: std::os::fd::OwnedFd,
+        len: usize,
+    ) -> Result<Self> {
+        Self::import(context, device, fd, len)
+    }
+
+    /// Imports the first `len` bytes behind the NT handle `handle` (Windows), as `import_dma_buf`
+    /// does an fd on Linux; the handle is closed once, after the import is released (also on `Err`).
+    #[cfg(windows)]
+    pub fn import_nt_handle(
+        context: &Arc<SyclContext>,
+        device: &SyclDevice,
+        handle: std::os::windows::io::OwnedHandle,
+        len: usize,
+    ) -> Result<Self> {
+        Self::import(context, device, handle, len)
+    }
+
+    /// Imports this OS's shareable-memory handle (what the NPU export path hands SYCL).
+    pub(crate) fn import(
+        context: &Arc<SyclContext>,
+        device: &SyclDevice,
+        handle: OwnedShared,
+        len: usize,
+    ) -> Result<Self> {
         if len == 0 {
             return Err(Error::invalid_argument("ImportedMemory: zero-length import"));
         }
         context.check_deferred()?;
         let (device_slot, sd) = context.sycl_device(device)?;
-        // SAFETY: `fd` is owned here and stays open until after the import is released in `Drop`
+        // SAFETY: `handle` is owned here and stays open until after the import is released in `Drop`
         // (it is a field of the result), or until this returns on error.
-        let mut raw = unsafe { bridge::import_dma_buf(fd.as_raw_fd(), len, sd, context.raw()) }
+        let mut raw = unsafe { bridge::import_shared_handle(handle_value(&handle), len, sd, context.raw()) }
             .map_err(sycl_error("import_external_memory / map_external_linear_memory"))?;
         let (p, size) = (bridge::imported_ptr(&raw), bridge::imported_size(&raw));
         match NonNull::new(p) {
@@ -231,11 +268,11 @@ impl ImportedMemory {
                 len,
                 device_slot,
                 device: device.clone(),
-                fd,
+                handle,
                 context: Arc::clone(context),
             }),
             _ => {
-                // Not a usable mapping: release the import before the fd closes (no leak on this path).
+                // Not a usable mapping: release the import before the handle closes (no leak on this path).
                 let _ = bridge::release_imported(raw.pin_mut(), sd, context.raw());
                 Err(Error::sycl(format!("map_external_linear_memory returned {p:p} for {size} of {len} bytes")))
             }
@@ -243,9 +280,17 @@ impl ImportedMemory {
     }
 
     /// The imported fd (still owned by this value).
+    #[cfg(unix)]
     pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsFd;
-        self.fd.as_fd()
+        self.handle.as_fd()
+    }
+
+    /// The imported NT handle (still owned by this value).
+    #[cfg(windows)]
+    pub fn handle(&self) -> std::os::windows::io::BorrowedHandle<'_> {
+        use std::os::windows::io::AsHandle;
+        self.handle.as_handle()
     }
 
     /// The device the memory is mapped on.
@@ -260,8 +305,8 @@ impl Drop for ImportedMemory {
     fn drop(&mut self) {
         let sd = self.context.sycl_device_at(self.device_slot);
         if let Err(e) = bridge::release_imported(self.raw.pin_mut(), sd, self.context.raw()) {
-            self.context.defer_error(Error::sycl(format!("releasing imported dma-buf: {}", e.what())));
+            self.context.defer_error(Error::sycl(format!("releasing imported memory: {}", e.what())));
         }
-        // `raw`, then `fd` (closed only now, after the release), then the context Arc drop after this.
+        // `raw`, then `handle` (closed only now, after the release), then the context Arc drop after this.
     }
 }

@@ -162,21 +162,21 @@ pub(crate) mod bridge {
         /// Submits `queue.memset`; completes at the next `queue_wait`.
         unsafe fn queue_memset(queue: &SyclQueue, dst: *mut u8, value: u8, size: usize) -> Result<()>;
 
-        // ---- external memory (dma-buf) ----
+        // ---- external memory (a dma-buf fd on Linux, an NT handle on Windows, as its value) ----
         fn alloc_exportable_device_mem(
             size: usize,
             alignment: usize,
             device: &SyclDevice,
             context: &SyclContext,
         ) -> Result<*mut u8>;
-        /// A new dma-buf fd per call; the caller owns it.
-        unsafe fn export_dma_buf(ptr: *mut u8, device: &SyclDevice, context: &SyclContext) -> Result<i32>;
+        /// A new dma-buf fd (NT handle) per call; the caller owns it.
+        unsafe fn export_shared_handle(ptr: *mut u8, device: &SyclDevice, context: &SyclContext) -> Result<u64>;
         unsafe fn free_exportable_device_mem(ptr: *mut u8, device: &SyclDevice, context: &SyclContext) -> Result<()>;
-        /// Imports and maps `size` bytes of the dma-buf `fd` (which stays owned by the caller and must
-        /// stay open until `release_imported` has returned).
-        /// Unsafe: `fd` is a raw fd number.
-        unsafe fn import_dma_buf(
-            fd: i32,
+        /// Imports and maps `size` bytes of the dma-buf fd (NT handle) `handle` (which stays owned by
+        /// the caller and must stay open until `release_imported` has returned).
+        /// Unsafe: `handle` is a raw fd number or handle value.
+        unsafe fn import_shared_handle(
+            handle: u64,
             size: usize,
             device: &SyclDevice,
             context: &SyclContext,

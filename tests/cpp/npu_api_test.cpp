@@ -270,7 +270,7 @@ void imports() {
   {  // a dma-buf fd of the program's, taken by the bridge and closed once
     void* p = nsb::alloc_exportable_device_mem(kBytes, 4096, dev, ctx);
     f.queue.memcpy(p, f.x.data(), kBytes).wait();
-    const int fd = nsb::export_dma_buf(p, dev, ctx);
+    const int fd = nsb::export_shared_handle(p, dev, ctx);
     {
       auto in = npu.import_dma_buf(fd, ov::element::f32, f.compiled.input().get_shape());
       auto out = out_strategy.tensor(f.compiled.output());

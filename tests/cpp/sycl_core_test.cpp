@@ -103,7 +103,7 @@ void dma_buf(const sycl::context& ctx, const sycl::device& dev) {
   auto data = pattern(len / 4, 77);
   nsb::queue_memcpy(q, mem, data.data(), len);
   nsb::queue_wait(q);
-  int fd = nsb::export_dma_buf(mem, dev, ctx);
+  int fd = nsb::export_shared_handle(mem, dev, ctx);
   CHECK(fd >= 0);
   void* map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   CHECK(map != MAP_FAILED);
@@ -112,7 +112,7 @@ void dma_buf(const sycl::context& ctx, const sycl::device& dev) {
   auto data2 = pattern(len / 4, 99);
   std::memcpy(map, data2.data(), len);
   munmap(map, len);
-  auto imported = nsb::import_dma_buf(fd, len, dev, ctx);
+  auto imported = nsb::import_shared_handle(fd, len, dev, ctx);
   CHECK(fcntl(fd, F_GETFD) >= 0);  // still ours: a driver that closes imported fds got a duplicate
   std::vector<std::uint32_t> back(len / 4, 0);
   nsb::queue_memcpy(q, back.data(), imported.ptr, len);
@@ -127,7 +127,7 @@ void dma_buf(const sycl::context& ctx, const sycl::device& dev) {
   CHECK(memfd >= 0 && ftruncate(memfd, len) == 0);
   bool refused = false;
   try {
-    auto bad = nsb::import_dma_buf(memfd, len, dev, ctx);
+    auto bad = nsb::import_shared_handle(memfd, len, dev, ctx);
     nsb::release_imported(bad, dev, ctx);
   } catch (const std::exception&) {
     refused = true;
@@ -253,7 +253,7 @@ int npu_dma_buf() {
   for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<float>(i) * 0.5f;
   nsb::queue_memcpy(q, mem, data.data(), n * sizeof(float));
   nsb::queue_wait(q);
-  int fd = nsb::export_dma_buf(mem, dev, ctx);
+  int fd = nsb::export_shared_handle(mem, dev, ctx);
   {
     auto tensor = npu.create_tensor(ov::element::f32, ov::Shape{1, n}, fd);
     // MEM_HANDLE of a SHARED_BUF tensor is the NPU driver's mapping of the dma-buf.

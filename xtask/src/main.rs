@@ -123,7 +123,7 @@ fn target_dir() -> Result<PathBuf, String> {
 
 /// The value of the top-level string field `key` of cargo's one-line JSON (no dependency on a JSON
 /// crate, so that xtask builds fast on a fresh machine). Handles `\\`, `\"` and `\/` escapes.
-fn json_string_field(json: &str, key: &str) -> Option<String> {
+pub(crate) fn json_string_field(json: &str, key: &str) -> Option<String> {
     let pattern = format!("\"{key}\":\"");
     let start = json.rfind(&pattern)? + pattern.len();
     let mut value = String::new();

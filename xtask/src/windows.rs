@@ -3,14 +3,15 @@
 //! runtime and NPU plugin on the virtual platform built as `ze_loader.dll`.
 //!
 //! Provisioned once and cached, under `<project home>/windows`:
-//! - the Debian packages of `[debian] windows` (mingw-w64, Wine) and the rustup target;
+//! - the Debian packages of `[debian] windows` (mingw-w64, Wine) and the rustup targets (`-gnu`, and
+//!   `-msvc`, which is type-checked only: there is no MSVC linker here);
 //! - `prefix/`: the `[windows] wheels` at their `[pypi]` versions, unpacked as pip lays out a
 //!   Windows environment (`Lib\site-packages\openvino\libs\openvino_c.dll`, `Library\bin\*.dll`),
 //!   so the bridge finds OpenVINO the way it does on Windows (native-finder's provisioned prefix);
 //! - `wine/`: a Wine prefix, with `bcryptprimitives.dll` built from `xtask/windows/` where Wine lacks
 //!   it (Rust's standard library imports `ProcessPrng` from it; Wine 8 has none).
 //!
-//! The tests: clippy for the Windows target, then the library's unit tests and `tests/windows.rs`
+//! The tests: clippy for the Windows target, a type-check for `-msvc`, then the library's unit tests and `tests/windows.rs`
 //! with Wine as cargo's runner, one test at a time (they read process-wide counters and handle
 //! values), under each laptop profile.
 
@@ -20,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const TARGET: &str = "x86_64-pc-windows-gnu";
+/// Checked (not linked: no MSVC here) so that nothing mingw-only creeps in.
+const MSVC_TARGET: &str = "x86_64-pc-windows-msvc";
 const WINE: &str = "/usr/lib/wine/wine64";
 
 pub fn test() -> Result<(), String> {
@@ -29,6 +32,27 @@ pub fn test() -> Result<(), String> {
         |args: &[&str]| run_cmd(cargo().args(["clippy", "--target", TARGET]).args(args).args(["--", "-D", "warnings"]));
     clippy(&["--package", "virtual-l0", "--package", "npu-sycl-bridge-testkit", "--lib"])?;
     clippy(&["--package", "npu-sycl-bridge", "--lib", "--test", "windows"])?;
+    // Feature `sycl` and the C++ API's Rust half: their C++ is not compiled across OSes (build.rs).
+    clippy(&[
+        "--package",
+        "npu-sycl-bridge",
+        "--package",
+        "npu-sycl-bridge-cpp",
+        "--features",
+        "npu-sycl-bridge/sycl",
+        "--lib",
+    ])?;
+    cpp_compiles_for_windows(&env.home.join("prefix"))?;
+    eprintln!("xtask test-windows: the library and the virtual platform type-check for {MSVC_TARGET}");
+    run_cmd(cargo().args([
+        "check",
+        "--target",
+        MSVC_TARGET,
+        "--package",
+        "npu-sycl-bridge",
+        "--package",
+        "virtual-l0",
+    ]))?;
     let profiles: Vec<String> = match std::env::var("VL0_PROFILE") {
         Ok(p) => vec![p],
         Err(_) => TEST_PROFILES.iter().map(|p| p.to_string()).collect(),
@@ -41,6 +65,46 @@ pub fn test() -> Result<(), String> {
         cmd.args(["test", "--target", TARGET, "--package", "npu-sycl-bridge", "--lib", "--test", "windows"]);
         cmd.args(["--", "--test-threads=1"]);
         run_cmd(&mut cmd).map_err(|e| format!("Windows suite, VL0_PROFILE={profile}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The C++ code (the SYCL shim and the C++ API) checked by mingw-w64's g++ against the Windows
+/// wheels' SYCL and OpenVINO headers, `_WIN32` paths included (`-fsyntax-only`: DPC++'s Windows
+/// runtime is MSVC-built, so nothing is linked). cxx's generated headers are target-independent:
+/// they come from this machine's build of the C++ API.
+fn cpp_compiles_for_windows(prefix: &Path) -> Result<(), String> {
+    eprintln!("xtask test-windows: the C++ code against the Windows SYCL and OpenVINO headers");
+    let out = cargo()
+        .args(["build", "--package", "npu-sycl-bridge-cpp", "--message-format=json"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cargo build: {e}"))?;
+    if !out.status.success() {
+        return Err("cargo build --package npu-sycl-bridge-cpp failed".into());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let generated: Vec<PathBuf> = stdout
+        .lines()
+        .filter(|l| l.contains("\"reason\":\"build-script-executed\""))
+        .filter(|l| crate::json_string_field(l, "package_id").is_some_and(|id| id.contains("npu-sycl-bridge")))
+        .filter_map(|l| crate::json_string_field(l, "out_dir"))
+        .map(|d| PathBuf::from(d).join("cxxbridge/include"))
+        .filter(|d| d.is_dir())
+        .collect();
+    if generated.len() != 2 {
+        return Err(format!("expected the cxx headers of the shim and of the C++ API, found {generated:?}"));
+    }
+    for source in ["cpp/sycl_core.cpp", "cpp/sycl_shim.cpp", "cpp/npu_api.cpp"] {
+        let mut cmd = Command::new("x86_64-w64-mingw32-g++-posix");
+        cmd.args(["-std=c++17", "-fsyntax-only", "-Werror=return-type", "-DSYCL_DISABLE_FSYCL_SYCLHPP_WARNING"])
+            .arg(format!("-I{}", crate::root().join("include").display()))
+            .arg(format!("-I{}", prefix.join("Library/include").display()))
+            .arg(format!("-I{}", prefix.join("Lib/site-packages/openvino/include").display()));
+        for g in &generated {
+            cmd.arg(format!("-I{}", g.display()));
+        }
+        run_cmd(cmd.arg(crate::root().join(source)))?;
     }
     Ok(())
 }
@@ -73,7 +137,7 @@ fn provision() -> Result<WineEnv, String> {
     let pins = Pins::load()?;
     let debs = pins.section("debian")?.get("windows").cloned().unwrap_or_default();
     crate::setup::debian_packages(&debs)?;
-    rust_target()?;
+    rust_targets()?;
     let home = native_finder::project_home().join("windows");
     wheels(&pins, &home)?;
     let wine_prefix = home.join("wine");
@@ -81,12 +145,15 @@ fn provision() -> Result<WineEnv, String> {
     Ok(WineEnv { wine_prefix, home })
 }
 
-fn rust_target() -> Result<(), String> {
+fn rust_targets() -> Result<(), String> {
     let installed = Command::new("rustup").args(["target", "list", "--installed"]).output();
-    if installed.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == TARGET)) {
+    let installed = installed.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    let missing: Vec<&str> =
+        [TARGET, MSVC_TARGET].into_iter().filter(|t| !installed.lines().any(|l| l.trim() == *t)).collect();
+    if missing.is_empty() {
         return Ok(());
     }
-    run_cmd(Command::new("rustup").args(["target", "add", TARGET]))
+    run_cmd(Command::new("rustup").args(["target", "add"]).args(missing))
 }
 
 /// Downloads the Windows wheels and unpacks them into `<home>/prefix` (a stamp holding the wanted

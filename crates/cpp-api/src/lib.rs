@@ -20,7 +20,6 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -163,10 +162,11 @@ mod ffi {
             shape: &[usize],
             tensor_type: TensorType,
         ) -> Result<Box<TensorState>>;
-        /// Unsafe: `fd` is an open fd the call takes (closed once, on error too).
-        unsafe fn npu_import_dma_buf(
+        /// Unsafe: `handle` is the value of an open dma-buf fd (Linux) or NT handle (Windows) the
+        /// call takes (closed once, on error too).
+        unsafe fn npu_import_shared_handle(
             npu: &NpuState,
-            fd: i32,
+            handle: u64,
             element_type: &str,
             shape: &[usize],
             tensor_type: TensorType,
@@ -609,20 +609,40 @@ unsafe fn npu_import_sycl(
     })
 }
 
-unsafe fn npu_import_dma_buf(
+unsafe fn npu_import_shared_handle(
     npu: &NpuState,
-    fd: i32,
+    handle: u64,
     element_type: &str,
     shape: &[usize],
     tensor_type_code: types::TensorType,
 ) -> CppResult<Box<TensorState>> {
-    guard("npu_sycl_bridge::Npu::import_dma_buf", || {
-        if fd < 0 {
-            return Err(Error::invalid_argument(format!("dma-buf fd {fd} is not a file descriptor")));
-        }
-        // SAFETY: the call takes the open fd (the C++ API's contract); it is closed once.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let tensor = npu.npu.import(fd, element(element_type)?, shape, tensor_type(tensor_type_code)?)?;
+    let call =
+        if cfg!(windows) { "npu_sycl_bridge::Npu::import_nt_handle" } else { "npu_sycl_bridge::Npu::import_dma_buf" };
+    guard(call, || {
+        let element_type = element(element_type)?;
+        let tensor_type = tensor_type(tensor_type_code)?;
+        #[cfg(unix)]
+        let tensor = {
+            let fd = i32::try_from(handle).map_err(|_| {
+                Error::invalid_argument(format!("dma-buf fd {} is not a file descriptor", handle as i64))
+            })?;
+            // SAFETY: the call takes the open fd (the C++ API's contract); it is closed once.
+            let fd = unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) };
+            npu.npu.import::<std::os::fd::OwnedFd>(fd, element_type, shape, tensor_type)?
+        };
+        #[cfg(windows)]
+        let tensor = {
+            use std::os::windows::io::{FromRawHandle, OwnedHandle};
+            let len = element_type.byte_size(shape.iter().product());
+            // SAFETY: the call takes the open handle (the C++ API's contract); it is closed once.
+            let handle = unsafe { OwnedHandle::from_raw_handle(handle as usize as *mut std::ffi::c_void) };
+            npu.npu.import(
+                npu_sycl_bridge::memory::NtHandleMemory::new(handle, len),
+                element_type,
+                shape,
+                tensor_type,
+            )?
+        };
         Ok(Box::new(TensorState::Imported { tensor, data: 0 }))
     })
 }
