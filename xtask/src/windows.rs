@@ -42,6 +42,15 @@ pub fn test() -> Result<(), String> {
         "npu-sycl-bridge/sycl",
         "--lib",
     ])?;
+    clippy(&[
+        "--package",
+        "npu-sycl-doctor",
+        "--no-default-features",
+        "--bin",
+        "npu-sycl-doctor",
+        "--test",
+        "windows",
+    ])?;
     cpp_compiles_for_windows(&env.home.join("prefix"))?;
     eprintln!("xtask test-windows: the library and the virtual platform type-check for {MSVC_TARGET}");
     run_cmd(cargo().args([
@@ -65,6 +74,13 @@ pub fn test() -> Result<(), String> {
         cmd.args(["test", "--target", TARGET, "--package", "npu-sycl-bridge", "--lib", "--test", "windows"]);
         cmd.args(["--", "--test-threads=1"]);
         run_cmd(&mut cmd).map_err(|e| format!("Windows suite, VL0_PROFILE={profile}: {e}"))?;
+        // The doctor's Windows report (built without SYCL), each run its own process under Wine.
+        let mut cmd = cargo();
+        env.apply(&mut cmd);
+        cmd.env("VL0_PROFILE", profile);
+        cmd.args(["test", "--target", TARGET, "--package", "npu-sycl-doctor", "--no-default-features"]);
+        cmd.args(["--test", "windows"]);
+        run_cmd(&mut cmd).map_err(|e| format!("the doctor under Wine, VL0_PROFILE={profile}: {e}"))?;
     }
     Ok(())
 }

@@ -10,6 +10,8 @@
 //!   whether SYCL lists it as a platform;
 //! - OpenVINO's version and devices, and the NPU's capabilities as its driver reports them;
 //! - the SYCL platforms and devices;
+//! - the NPU memory paths that need no SYCL (the iGPU's dma-buf, an NT handle on Windows; CPU_VA; L0
+//!   host tensors), each run end to end on the model (`npu_paths.rs`);
 //! - every SYCL ⇄ NPU sharing strategy of `npu_sycl_bridge::strategy`, each **run end to end** on a
 //!   small model (`models::fully_connected`): create the strategy and its shared tensors, write the
 //!   input through SYCL, bind, infer on the NPU, read the output through SYCL, compare with
@@ -24,28 +26,41 @@
 //! `--json` prints one JSON object instead of the table (same facts, same words for the statuses),
 //! and nothing else on stdout: what the runtimes print themselves goes to stderr then.
 //!
-//! The crate always enables npu-sycl-bridge's feature `sycl`: without SYCL there is no strategy to
-//! try, and a doctor that cannot try them would only be guessing. Without an Intel NPU it runs on the
-//! virtual platform, which cargo builds along with the doctor (npu-sycl-bridge-testkit depends on
+//! Its feature `sycl` (on by default) enables npu-sycl-bridge's: the strategies. Without it (a build
+//! for Windows from Linux, where DPC++'s MSVC-built runtime cannot be linked) the report has the
+//! NPU memory paths and says SYCL was not built in. Without an Intel NPU it runs on the virtual
+//! platform, which cargo builds along with the doctor (npu-sycl-bridge-testkit depends on
 //! virtual-l0).
 //!
-//! Exit status: 0 when at least one strategy works end to end, 1 when none does (or the platform
-//! cannot be set up), 2 for a bad command line.
+//! Exit status: 0 when at least one strategy works end to end (without `sycl`: one NPU memory
+//! path), 1 when none does (or the platform cannot be set up), 2 for a bad command line.
+
+mod npu_paths;
 
 use std::fmt::Write as _;
+#[cfg(feature = "sycl")]
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use npu_sycl_bridge::level_zero::{self, DeviceType, Driver, INTEL_NPU_DRIVER_UUID};
 use npu_sycl_bridge::npu::NpuContext;
-use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor, TensorType};
+#[cfg(feature = "sycl")]
+use npu_sycl_bridge::openvino::TensorType;
+use npu_sycl_bridge::openvino::{CompiledModel, Core, Properties, Tensor};
 use npu_sycl_bridge::raw::level_zero::sys;
+#[cfg(feature = "sycl")]
 use npu_sycl_bridge::raw::AsRaw;
+#[cfg(feature = "sycl")]
 use npu_sycl_bridge::strategy::{Auto, Strategy, StrategyKind};
+#[cfg(feature = "sycl")]
 use npu_sycl_bridge::sycl::{self, Platform, UsmKind};
-use npu_sycl_bridge::{Error, ErrorKind, Path, Reason};
+use npu_sycl_bridge::{Error, ErrorKind};
+#[cfg(feature = "sycl")]
+use npu_sycl_bridge::{Path, Reason};
 use testkit::models::{self, ReferenceModel};
-use testkit::virtual_platform::{self, Selection, VirtualPlatform};
+#[cfg(feature = "sycl")]
+use testkit::virtual_platform::VirtualPlatform;
+use testkit::virtual_platform::{self, Selection};
 
 // ---- a small JSON writer (keeps the binary free of serde) --------------------------------------
 
@@ -191,6 +206,7 @@ struct NpuInfo {
     driver_version: u32,
     api_version: String,
     fd_import: bool,
+    nt_handle_import: bool,
     sysmem_import: bool,
     mutable_command_lists: bool,
 }
@@ -208,6 +224,7 @@ enum Status {
     Works,
     Unsupported,
     Failed,
+    #[cfg_attr(not(feature = "sycl"), allow(dead_code))]
     NotRun,
 }
 
@@ -222,6 +239,7 @@ impl Status {
     }
 }
 
+#[cfg(feature = "sycl")]
 struct StrategyRow {
     kind: StrategyKind,
     /// What the row tried, e.g. "the NPU plugin's context", "host USM".
@@ -233,6 +251,7 @@ struct StrategyRow {
     detail: String,
 }
 
+#[cfg(feature = "sycl")]
 struct AutoInfo {
     chosen: Result<StrategyKind, String>,
     report: String,
@@ -246,15 +265,30 @@ struct Report {
     npu: Result<NpuInfo, String>,
     sycl: Result<Vec<SyclPlatformInfo>, String>,
     model: String,
+    npu_paths: Vec<npu_paths::PathRow>,
+    #[cfg(feature = "sycl")]
     strategies: Vec<StrategyRow>,
+    #[cfg(feature = "sycl")]
     auto: Option<AutoInfo>,
 }
 
 impl Report {
-    fn working(&self) -> Vec<&StrategyRow> {
-        self.strategies.iter().filter(|r| r.status == Status::Works).collect()
+    /// What works end to end, by name: the strategies, or without SYCL the NPU memory paths.
+    fn working(&self) -> Vec<String> {
+        #[cfg(feature = "sycl")]
+        let working =
+            self.strategies.iter().filter(|r| r.status == Status::Works).map(|s| format!("{} ({})", s.kind, s.variant));
+        #[cfg(not(feature = "sycl"))]
+        let working =
+            self.npu_paths.iter().filter(|r| r.status == Status::Works).map(|p| format!("{} ({})", p.path, p.memory));
+        working.collect()
     }
 }
+
+/// Why a doctor without feature `sycl` reports no SYCL.
+#[cfg(not(feature = "sycl"))]
+const NO_SYCL: &str = "this doctor was built without feature `sycl` (DPC++'s Windows runtime is MSVC-built C++: \
+    build the doctor on Windows with icx or MSVC for the SYCL strategies)";
 
 // ---- gathering ---------------------------------------------------------------------------------
 
@@ -330,7 +364,11 @@ fn drivers() -> Result<Vec<DriverInfo>, Error> {
                 device_id: p.device_id,
             });
         }
+        #[cfg(not(feature = "sycl"))]
+        let sycl_platform = Err(NO_SYCL.to_string());
+        #[cfg(feature = "sycl")]
         let has_gpu = devices.iter().any(|x| x.kind == "GPU");
+        #[cfg(feature = "sycl")]
         let sycl_platform = match Platform::find_by_native_driver(d.as_raw()) {
             Ok(Some(p)) => Ok(Some((p.index, p.name))),
             // DPC++ makes a platform of every Level Zero driver with a GPU device unless something
@@ -354,6 +392,7 @@ fn drivers() -> Result<Vec<DriverInfo>, Error> {
 }
 
 /// Why a Level Zero driver with a GPU device is no SYCL platform, as far as the doctor can tell.
+#[cfg(feature = "sycl")]
 fn gpu_driver_without_platform() -> String {
     let why = match std::env::var("ONEAPI_DEVICE_SELECTOR") {
         Ok(sel) => format!("ONEAPI_DEVICE_SELECTOR={sel:?} may exclude it"),
@@ -364,6 +403,7 @@ fn gpu_driver_without_platform() -> String {
     format!("the driver has a GPU device, but DPC++ made no SYCL platform of it ({why})")
 }
 
+#[cfg(feature = "sycl")]
 fn sycl_platforms() -> Result<Vec<SyclPlatformInfo>, Error> {
     let mut out = Vec::new();
     for p in sycl::platforms()? {
@@ -398,6 +438,7 @@ fn cpu_outputs(core: &Core, m: &ReferenceModel) -> Result<Vec<Vec<u8>>, Error> {
 }
 
 /// Everything a strategy run needs.
+#[cfg(feature = "sycl")]
 struct Bench<'a> {
     npu: &'a NpuContext,
     compiled: &'a CompiledModel,
@@ -408,6 +449,7 @@ struct Bench<'a> {
     vp: Option<&'static VirtualPlatform>,
 }
 
+#[cfg(feature = "sycl")]
 const COUNTERS: [&str; 5] =
     ["gpu.bytes_copied", "npu.bytes_copied", "npu.inferences", "npu.graph_args.dma_buf", "npu.graph_args.sysmem"];
 
@@ -418,6 +460,7 @@ fn classify(e: &Error) -> Status {
     }
 }
 
+#[cfg(feature = "sycl")]
 impl Bench<'_> {
     fn build(&self, kind: StrategyKind, usm: UsmKind) -> Result<Strategy, Error> {
         match kind {
@@ -541,15 +584,13 @@ impl Bench<'_> {
     }
 }
 
-/// What every strategy run shares: the model compiled for the NPU, its context, the CPU plugin's
-/// outputs, and the iGPU's SYCL device and context.
+/// What every path and strategy run shares: the model compiled for the NPU, its context, the CPU
+/// plugin's outputs.
 struct Setup {
     _core: Core,
     compiled: CompiledModel,
     npu: NpuContext,
     cpu: Vec<Vec<u8>>,
-    gpu: sycl::SyclDevice,
-    context: Arc<sycl::SyclContext>,
 }
 
 fn gather(force_virtual: bool) -> Result<Report> {
@@ -575,7 +616,10 @@ fn gather(force_virtual: bool) -> Result<Report> {
     let vp = selection.virtual_platform();
 
     let drivers = drivers().map_err(|e| e.to_string());
+    #[cfg(feature = "sycl")]
     let sycl = sycl_platforms().map_err(|e| e.to_string());
+    #[cfg(not(feature = "sycl"))]
+    let sycl = Err(NO_SYCL.to_string());
 
     let core = Core::new();
     let devices = match &core {
@@ -598,74 +642,41 @@ fn gather(force_virtual: bool) -> Result<Report> {
     let openvino = OpenVinoInfo { version: Core::version().map_err(|e| e.to_string()), devices, npu_name };
 
     let m = models::fully_connected();
-    let mut strategies = Vec::new();
-    let mut auto = None;
-    let npu_info;
-    let rows: [(StrategyKind, &'static str, UsmKind); 7] = [
-        (StrategyKind::CardPath, "the NPU plugin's L0 context", UsmKind::Shared),
-        (StrategyKind::DmaBuf, "exportable device memory", UsmKind::Device),
-        (StrategyKind::CpuVa, "host USM", UsmKind::Host),
-        (StrategyKind::CpuVa, "shared USM", UsmKind::Shared),
-        (StrategyKind::SharedSystem, "page-aligned process memory", UsmKind::Host),
-        (StrategyKind::NpuExport, "exportable NPU memory", UsmKind::Device),
-        (StrategyKind::NpuToSycl, "L0 host tensor + memcpy", UsmKind::Host),
-    ];
     let setup = || -> Result<Setup, Error> {
         let core = Core::new()?;
         let model = core.read_model_from_memory(&m.xml, &m.weights)?;
+        // The virtual NPU compiles the model itself, as the driver's compiler does: on it the doctor
+        // asks for that compiler (the Windows wheel would otherwise hand it a native blob).
+        let props = if vp.is_some() { testkit::reference::npu_properties() } else { Properties::new() };
         let compiled = core
-            .compile_model(&model, "NPU", &Properties::new())
+            .compile_model(&model, "NPU", &props)
             .map_err(|e| e.context(format!("compiling {} for the NPU", m.name)))?;
         let npu = NpuContext::from_compiled_model(&compiled)?;
         let cpu = cpu_outputs(&core, &m).map_err(|e| e.context("the CPU plugin's reference"))?;
-        let gpu = sycl::devices()?
-            .into_iter()
-            .find(|d| d.is_level_zero() && d.device_type == sycl::DeviceType::Gpu)
-            .ok_or_else(|| {
-                Error::unsupported(
-                    Path::Sycl,
-                    Reason::NoLevelZeroGpu,
-                    "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's",
-                )
-            })?;
-        let context = sycl::SyclContext::new(&gpu)?;
-        Ok(Setup { _core: core, compiled, npu, cpu, gpu, context })
+        Ok(Setup { _core: core, compiled, npu, cpu })
     };
-    match setup() {
-        Ok(Setup { compiled, npu, cpu, gpu, context, .. }) => {
+    let setup = setup();
+    let (npu_info, npu_paths) = match &setup {
+        Ok(Setup { compiled, npu, cpu, .. }) => {
             let c = npu.capabilities();
-            npu_info = Ok(NpuInfo {
+            let info = NpuInfo {
                 device_name: c.device_name.clone(),
                 device_id: c.device_id,
                 generation: c.generation,
                 driver_version: c.driver_version,
                 api_version: c.api_version.to_string(),
                 fd_import: c.fd_import,
+                nt_handle_import: c.nt_handle_import,
                 sysmem_import: c.sysmem_import,
                 mutable_command_lists: c.mutable_command_lists,
-            });
-            let bench = Bench { npu: &npu, compiled: &compiled, context: &context, gpu: &gpu, m: &m, cpu: &cpu, vp };
-            for (kind, variant, usm) in rows {
-                strategies.push(bench.run(kind, variant, usm));
-            }
-            auto = Some(match Auto::select(&npu, &context, &gpu) {
-                Ok(a) => AutoInfo { chosen: Ok(a.kind()), report: a.decision().to_string() },
-                Err(e) => AutoInfo { chosen: Err(e.to_string()), report: format!("{e:#}") },
-            });
+            };
+            (Ok(info), npu_paths::try_all(npu, compiled, &m, cpu, vp))
         }
-        Err(e) => {
-            npu_info = Err(e.to_string());
-            for (kind, variant, _) in rows {
-                strategies.push(StrategyRow {
-                    kind,
-                    variant,
-                    status: Status::NotRun,
-                    zero_copy: None,
-                    detail: format!("not run: {e}"),
-                });
-            }
-        }
-    }
+        Err(e) => (Err(e.to_string()), Vec::new()),
+    };
+    #[cfg(feature = "sycl")]
+    let (strategies, auto) =
+        strategies(setup.as_ref().map_err(|e| Error::new(e.kind().clone(), e.to_string())), &m, vp);
     Ok(Report {
         platform,
         loader,
@@ -677,9 +688,65 @@ fn gather(force_virtual: bool) -> Result<Report> {
             "{} ({} {} -> {} {})",
             m.name, m.inputs[0].element_type, m.inputs[0].shape, m.outputs[0].element_type, m.outputs[0].shape
         ),
+        npu_paths,
+        #[cfg(feature = "sycl")]
         strategies,
+        #[cfg(feature = "sycl")]
         auto,
     })
+}
+
+/// Every sharing strategy run end to end (`setup` failed: every row says why none ran), and Auto.
+#[cfg(feature = "sycl")]
+fn strategies(
+    setup: Result<&Setup, Error>,
+    m: &ReferenceModel,
+    vp: Option<&'static VirtualPlatform>,
+) -> (Vec<StrategyRow>, Option<AutoInfo>) {
+    let rows: [(StrategyKind, &'static str, UsmKind); 7] = [
+        (StrategyKind::CardPath, "the NPU plugin's L0 context", UsmKind::Shared),
+        (StrategyKind::DmaBuf, "exportable device memory", UsmKind::Device),
+        (StrategyKind::CpuVa, "host USM", UsmKind::Host),
+        (StrategyKind::CpuVa, "shared USM", UsmKind::Shared),
+        (StrategyKind::SharedSystem, "page-aligned process memory", UsmKind::Host),
+        (StrategyKind::NpuExport, "exportable NPU memory", UsmKind::Device),
+        (StrategyKind::NpuToSycl, "L0 host tensor + memcpy", UsmKind::Host),
+    ];
+    let gpu = || -> Result<(sycl::SyclDevice, Arc<sycl::SyclContext>), Error> {
+        let gpu = sycl::devices()?
+            .into_iter()
+            .find(|d| d.is_level_zero() && d.device_type == sycl::DeviceType::Gpu)
+            .ok_or_else(|| {
+                Error::unsupported(
+                    Path::Sycl,
+                    Reason::NoLevelZeroGpu,
+                    "no Level Zero GPU is a SYCL device here; every strategy needs the iGPU's",
+                )
+            })?;
+        let context = sycl::SyclContext::new(&gpu)?;
+        Ok((gpu, context))
+    };
+    match setup.and_then(|s| gpu().map(|g| (s, g))) {
+        Ok((Setup { compiled, npu, cpu, .. }, (gpu, context))) => {
+            let bench = Bench { npu, compiled, context: &context, gpu: &gpu, m, cpu, vp };
+            let strategies = rows.into_iter().map(|(kind, variant, usm)| bench.run(kind, variant, usm)).collect();
+            let auto = Some(match Auto::select(npu, &context, &gpu) {
+                Ok(a) => AutoInfo { chosen: Ok(a.kind()), report: a.decision().to_string() },
+                Err(e) => AutoInfo { chosen: Err(e.to_string()), report: format!("{e:#}") },
+            });
+            (strategies, auto)
+        }
+        Err(e) => {
+            let not_run = |(kind, variant, _)| StrategyRow {
+                kind,
+                variant,
+                status: Status::NotRun,
+                zero_copy: None,
+                detail: format!("not run: {e}"),
+            };
+            (rows.into_iter().map(not_run).collect(), None)
+        }
+    }
 }
 
 // ---- the table -----------------------------------------------------------------------------------
@@ -725,7 +792,9 @@ fn table(r: &Report) -> String {
     let _ = writeln!(o);
     if r.platform.is_virtual {
         let _ = writeln!(o, "PLATFORM: VIRTUAL Level Zero platform ({})", r.platform.reason);
-        let _ = writeln!(o, "          a virtual Intel GPU + NPU under the real OpenVINO NPU plugin and DPC++ runtime");
+        let runtimes =
+            if cfg!(feature = "sycl") { "OpenVINO NPU plugin and DPC++ runtime" } else { "OpenVINO NPU plugin" };
+        let _ = writeln!(o, "          a virtual Intel GPU + NPU under the real {runtimes}");
     } else {
         let _ = writeln!(o, "PLATFORM: REAL ({}; accel nodes: {})", r.platform.reason, r.platform.accel.join(", "));
     }
@@ -838,12 +907,13 @@ fn table(r: &Report) -> String {
             let _ = writeln!(o, "  LAPTOP   {}", laptop(n));
             let _ = writeln!(
                 o,
-                "  NPU context: device {:?}, driver version {:#x}, API {}; dma-buf import {}, system-memory (CPU_VA) \
-                 import {}, mutable command lists {}",
+                "  NPU context: device {:?}, driver version {:#x}, API {}; dma-buf import {}, NT-handle import {}, \
+                 system-memory (CPU_VA) import {}, mutable command lists {}",
                 n.device_name,
                 n.driver_version,
                 n.api_version,
                 yes(n.fd_import),
+                yes(n.nt_handle_import),
                 yes(n.sysmem_import),
                 yes(n.mutable_command_lists)
             );
@@ -873,17 +943,61 @@ fn table(r: &Report) -> String {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
+        "NPU MEMORY PATHS without SYCL (each run end to end on {}: write, bind, infer on the NPU, read, compare with the CPU plugin)",
+        r.model
+    );
+    let _ = writeln!(o, "  {:<16} {:<50} {:<12} in place", "path", "memory", "result");
+    for p in &r.npu_paths {
+        let _ = writeln!(o, "  {:<16} {:<50} {:<12} {}", p.path, p.memory, p.status.as_str(), zero_copy(p.zero_copy));
+    }
+    let _ = writeln!(o, "  details:");
+    for p in &r.npu_paths {
+        let _ = writeln!(o, "  - {} ({}): {}", p.path, p.memory, p.status.as_str());
+        o.push_str(&wrap(&p.detail, 100, "      "));
+    }
+    #[cfg(feature = "sycl")]
+    strategies_table(r, &mut o);
+    let working = r.working();
+    let _ = writeln!(o);
+    let what = if cfg!(feature = "sycl") { "SYCL ⇄ NPU sharing strategy" } else { "NPU memory path" };
+    if working.is_empty() {
+        let _ = writeln!(o, "RESULT: no {what} works here");
+    } else {
+        #[cfg(feature = "sycl")]
+        let tried = r.strategies.len();
+        #[cfg(not(feature = "sycl"))]
+        let tried = r.npu_paths.len();
+        let _ = writeln!(o, "RESULT: {} of {tried} work: {}", working.len(), working.join(", "));
+    }
+    o
+}
+
+fn zero_copy(z: Option<bool>) -> &'static str {
+    match z {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "-",
+    }
+}
+
+#[cfg(feature = "sycl")]
+fn strategies_table(r: &Report, o: &mut String) {
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
         "SHARING STRATEGIES (each run end to end on {}: create, write via SYCL, bind, infer on the NPU, read via SYCL, compare with the CPU plugin)",
         r.model
     );
     let _ = writeln!(o, "  {:<22} {:<32} {:<12} zero-copy", "strategy", "memory", "result");
     for s in &r.strategies {
-        let zc = match s.zero_copy {
-            Some(true) => "yes",
-            Some(false) => "no",
-            None => "-",
-        };
-        let _ = writeln!(o, "  {:<22} {:<32} {:<12} {zc}", s.kind.as_str(), s.variant, s.status.as_str());
+        let _ = writeln!(
+            o,
+            "  {:<22} {:<32} {:<12} {}",
+            s.kind.as_str(),
+            s.variant,
+            s.status.as_str(),
+            zero_copy(s.zero_copy)
+        );
     }
     let _ = writeln!(o, "  details:");
     for s in &r.strategies {
@@ -902,14 +1016,6 @@ fn table(r: &Report) -> String {
         }
         o.push_str(&wrap(&a.report, 100, "  "));
     }
-    let working: Vec<String> = r.working().iter().map(|s| format!("{} ({})", s.kind, s.variant)).collect();
-    let _ = writeln!(o);
-    if working.is_empty() {
-        let _ = writeln!(o, "RESULT: no SYCL ⇄ NPU sharing strategy works here");
-    } else {
-        let _ = writeln!(o, "RESULT: {} of {} work: {}", working.len(), r.strategies.len(), working.join(", "));
-    }
-    o
 }
 
 // ---- JSON ----------------------------------------------------------------------------------------
@@ -980,6 +1086,21 @@ fn json(r: &Report) -> Json {
         ),
         Err(e) => err_or(e),
     };
+    let npu_paths = Json::Arr(
+        r.npu_paths
+            .iter()
+            .map(|p| {
+                Json::Obj(vec![
+                    ("path", Json::str(p.path)),
+                    ("memory", Json::str(p.memory)),
+                    ("status", Json::str(p.status.as_str())),
+                    ("in_place", p.zero_copy.map(Json::Bool).unwrap_or(Json::Null)),
+                    ("detail", Json::str(p.detail.clone())),
+                ])
+            })
+            .collect(),
+    );
+    #[cfg(feature = "sycl")]
     let strategies = Json::Arr(
         r.strategies
             .iter()
@@ -995,7 +1116,8 @@ fn json(r: &Report) -> Json {
             })
             .collect(),
     );
-    Json::Obj(vec![
+    let mut fields = Vec::new();
+    fields.extend([
         (
             "platform",
             Json::Obj(vec![
@@ -1065,6 +1187,7 @@ fn json(r: &Report) -> Json {
                     ("driver_version", Json::Num(n.driver_version as u64)),
                     ("api_version", Json::str(n.api_version.clone())),
                     ("dma_buf_import", Json::Bool(n.fd_import)),
+                    ("nt_handle_import", Json::Bool(n.nt_handle_import)),
                     ("sysmem_import", Json::Bool(n.sysmem_import)),
                     ("mutable_command_lists", Json::Bool(n.mutable_command_lists)),
                 ]),
@@ -1104,6 +1227,10 @@ fn json(r: &Report) -> Json {
             },
         ),
         ("model", Json::str(r.model.clone())),
+        ("npu_paths", npu_paths),
+    ]);
+    #[cfg(feature = "sycl")]
+    fields.extend([
         ("strategies", strategies),
         (
             "auto",
@@ -1115,8 +1242,9 @@ fn json(r: &Report) -> Json {
                 None => Json::Null,
             },
         ),
-        ("working", Json::Arr(r.working().iter().map(|s| Json::str(format!("{} ({})", s.kind, s.variant))).collect())),
-    ])
+    ]);
+    fields.push(("working", Json::Arr(r.working().into_iter().map(Json::Str).collect())));
+    Json::Obj(fields)
 }
 
 // ---- main ------------------------------------------------------------------------------------------
@@ -1124,7 +1252,8 @@ fn json(r: &Report) -> Json {
 const USAGE: &str = "usage: npu-sycl-doctor [--json] [--virtual]
   --json     print one JSON object instead of the table
   --virtual  use the virtual Level Zero platform even when an Intel NPU is present
-exit status: 0 when at least one SYCL <-> NPU strategy works end to end, 1 when none does, 2 for usage errors";
+exit status: 0 when at least one SYCL <-> NPU strategy works end to end (built without SYCL: one NPU memory
+path), 1 when none does, 2 for usage errors";
 
 /// What a run reports, and where.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -1164,6 +1293,7 @@ fn parse_args<I: IntoIterator<Item = std::ffi::OsString>>(args: I) -> Result<Com
 /// to the process's stdout on their own (OpenVINO's NPU plugin logs the Level Zero errors it meets
 /// there, e.g. a failed `zeMemFree`). So the report keeps a duplicate of stdout for itself and fd 1
 /// is pointed at stderr for the rest of the run: what the runtimes print lands there.
+#[cfg(unix)]
 fn stdout_for_the_report() -> std::io::Result<std::fs::File> {
     use std::os::fd::{AsFd, AsRawFd};
     let out = std::io::stdout().as_fd().try_clone_to_owned()?;
@@ -1171,6 +1301,21 @@ fn stdout_for_the_report() -> std::io::Result<std::fs::File> {
     // SAFETY: dup2 of two fds this process has open (stderr onto fd 1); no Rust object owns fd 1
     // (std's stdout only writes to the number), and `out` keeps the original stdout open.
     if unsafe { libc::dup2(err.as_fd().as_raw_fd(), 1) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(std::fs::File::from(out))
+}
+
+/// Windows: the same with the process's standard output handle. A C runtime that took its own
+/// stdout at start (MSVC's, in OpenVINO's DLLs) keeps writing to the original one.
+#[cfg(windows)]
+fn stdout_for_the_report() -> std::io::Result<std::fs::File> {
+    use std::os::windows::io::{AsHandle, AsRawHandle};
+    use windows_sys::Win32::System::Console::{SetStdHandle, STD_OUTPUT_HANDLE};
+    let out = std::io::stdout().as_handle().try_clone_to_owned()?;
+    // SAFETY: points the process's standard output at its open standard error handle; `out` keeps
+    // the original open.
+    if unsafe { SetStdHandle(STD_OUTPUT_HANDLE, std::io::stderr().as_raw_handle()) } == 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(std::fs::File::from(out))
@@ -1217,7 +1362,7 @@ fn main() {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use std::ffi::OsString;
     use std::os::unix::ffi::OsStringExt;

@@ -207,6 +207,19 @@ fn doctor_json_parses_and_agrees_with_the_table() {
         want,
         "dma-buf, NPU→SYCL zero-copy and copy, and (NPU 40xx+) shared system memory: {v:#}"
     );
+
+    // The NPU memory paths that need no SYCL, each read in place by the graph.
+    let paths = v["npu_paths"].as_array().expect("npu_paths");
+    let row = |p: &str| {
+        let r = paths.iter().find(|r| r["path"] == p).unwrap_or_else(|| panic!("no {p} row: {v:#}"));
+        (r["status"].as_str().unwrap_or_default().to_string(), r["in_place"].clone())
+    };
+    assert_eq!(row("dma-buf"), ("works".into(), Value::Bool(true)), "{v:#}");
+    assert_eq!(row("L0 host tensor"), ("works".into(), Value::Bool(true)), "{v:#}");
+    let cpu_va =
+        if user_memory_import() { ("works".into(), Value::Bool(true)) } else { ("unsupported".into(), Value::Null) };
+    assert_eq!(row("CPU_VA"), cpu_va, "{v:#}");
+    assert!(table().stdout.contains("NPU MEMORY PATHS without SYCL"), "{}", table().context());
 }
 
 #[test]
