@@ -371,3 +371,29 @@ fn dpcpps_windows_level_zero_adapter_shares_nt_handles_with_the_npu() {
         ur::check((ur.urContextRelease)(ctx), "urContextRelease").unwrap();
     }
 }
+
+#[test]
+fn injected_driver_failures_on_windows_are_typed_errors_and_lose_nothing() {
+    let _s = serial();
+    let s = NpuAndCpu::new(core(), models::fully_connected());
+    let g = gpu();
+    let vp = common::npu::vp();
+    let (gpu_live, npu_live) = (counter("gpu.live_allocations"), counter("npu.live_allocations"));
+    const OUT_OF_DEVICE_MEMORY: u32 = 0x7000_0003;
+    // The GPU's allocation fails: the driver's error, nothing allocated.
+    vp.inject_fault("zeMemAllocDevice", 1, OUT_OF_DEVICE_MEMORY).unwrap();
+    let e = g.ctx.alloc_device_exportable(g.device, 4096, 4096).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::LevelZero { .. }), "{e:#}");
+    // The NPU's import of a good handle fails (whichever call the plugin imports with): a typed
+    // error, and the handle is closed once.
+    let (_mem, nt) = g.exported(4096, None);
+    let raw = nt.handle().as_raw_handle();
+    for f in ["zeMemAllocDevice", "zeMemAllocHost"] {
+        vp.inject_fault(f, 1, OUT_OF_DEVICE_MEMORY).unwrap();
+    }
+    let e = s.npu.import(nt, ElementType::F32, s.m.inputs[0].shape.clone(), TensorType::Input).unwrap_err();
+    vp.clear_faults();
+    assert!(matches!(e.kind(), ErrorKind::OpenVino { .. }), "the plugin's import failed: {e:#}");
+    assert!(!is_open(raw), "the handle of the failed import was closed");
+    assert_eq!((counter("gpu.live_allocations") - 1, counter("npu.live_allocations")), (gpu_live, npu_live));
+}
