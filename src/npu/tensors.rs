@@ -336,24 +336,7 @@ impl NpuContext {
         memory: Vec<KeepAlive>,
         exclusive: bool,
     ) -> Result<Made> {
-        let needed = tensor_bytes(element_type, &shape)?;
-        if !self.capabilities().fd_import {
-            return Err(Error::unsupported(
-                Path::DmaBuf,
-                Reason::NoDmaBufImport,
-                format!(
-                    "the NPU driver cannot import dma-buf fds (import types {:?})",
-                    self.capabilities().import_types
-                ),
-            ));
-        }
-        if needed > byte_len {
-            return Err(Error::size(
-                format!("dma-buf {element_type} tensor of shape {shape} (byte_len)"),
-                needed,
-                byte_len,
-            ));
-        }
+        let needed = self.check_shared_import(element_type, &shape, byte_len)?;
         let raw = fd.raw();
         let (available, buffer) = fd_buffer(raw)?;
         if needed > available {
@@ -417,6 +400,31 @@ impl NpuContext {
         }
     }
 
+    /// What a shareable-handle import checks first on both OSes: that the NPU driver imports this
+    /// OS's handle type (`DMA_BUF` on Linux, `OPAQUE_WIN32` on Windows), and that the tensor fits the
+    /// memory's length. The tensor's byte size.
+    fn check_shared_import(&self, element_type: ElementType, shape: &Shape, byte_len: usize) -> Result<usize> {
+        let needed = tensor_bytes(element_type, shape)?;
+        let caps = self.capabilities();
+        let (imports, reason, what) = if cfg!(windows) {
+            (caps.nt_handle_import, Reason::NoNtHandleImport, "NT handles")
+        } else {
+            (caps.fd_import, Reason::NoDmaBufImport, "dma-buf fds")
+        };
+        if !imports {
+            return Err(Error::unsupported(
+                Path::SHARED_HANDLE,
+                reason,
+                format!("the NPU driver cannot import {what} (import types {:?})", caps.import_types),
+            ));
+        }
+        if needed > byte_len {
+            let what = format!("{} {element_type} tensor of shape {shape} (byte_len)", Path::SHARED_HANDLE);
+            return Err(Error::size(what, needed, byte_len));
+        }
+        Ok(needed)
+    }
+
     /// The one NT-handle import (Windows). No registry as for dma-bufs: the Windows driver is
     /// closed source, and the plugin imports every handle afresh (`ZeroMem` with a
     /// `ze_external_memory_import_win32_handle_t`); that a second import of one handle is
@@ -432,24 +440,7 @@ impl NpuContext {
         tensor_type: TensorType,
         memory: Vec<KeepAlive>,
     ) -> Result<Made> {
-        let needed = tensor_bytes(element_type, &shape)?;
-        if !self.capabilities().nt_handle_import {
-            return Err(Error::unsupported(
-                Path::NtHandle,
-                Reason::NoNtHandleImport,
-                format!(
-                    "the NPU driver cannot import NT handles (import types {:?})",
-                    self.capabilities().import_types
-                ),
-            ));
-        }
-        if needed > byte_len {
-            return Err(Error::size(
-                format!("NT-handle {element_type} tensor of shape {shape} (the memory's length)"),
-                needed,
-                byte_len,
-            ));
-        }
+        self.check_shared_import(element_type, &shape, byte_len)?;
         let raw = handle.raw();
         let mut keep: Vec<KeepAlive> = handle.into_keepalive().into_iter().collect();
         keep.extend(memory);
