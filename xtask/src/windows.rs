@@ -190,27 +190,33 @@ fn wheels(pins: &Pins, home: &Path) -> Result<(), String> {
         return Ok(());
     }
     eprintln!("xtask test-windows: the Windows wheels {} into {}", wanted.join(" "), prefix.display());
-    let download = home.join("wheels");
+    // Downloaded and unpacked in directories of this run's own, then moved into place: a run that
+    // stops half-way, or another checkout's run at the same time, never leaves a half prefix.
+    let download = home.join(format!("wheels.{}", std::process::id()));
+    let unpacked = home.join(format!("prefix.{}", std::process::id()));
+    let result = (|| {
+        std::fs::create_dir_all(&download).map_err(|e| format!("{}: {e}", download.display()))?;
+        run_cmd(
+            Command::new("python3")
+                .args(["-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"])
+                .args(["--only-binary=:all:", "--platform", "win_amd64", "--dest"])
+                .arg(&download)
+                .args(&wanted),
+        )
+        .map_err(|e| {
+            format!("{e}\n  pip could not download the Windows wheels (is PyPI reachable?): rerun to retry")
+        })?;
+        run_cmd(Command::new("python3").args(["-c", UNPACK]).arg(&download).arg(&unpacked))?;
+        if !unpacked.join("Lib/site-packages/openvino/libs/openvino_c.dll").is_file() {
+            return Err("the openvino wheel left no Lib/site-packages/openvino/libs/openvino_c.dll".to_string());
+        }
+        std::fs::write(unpacked.join(".npu-sycl-bridge-stamp"), &want).map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_dir_all(&prefix);
+        std::fs::rename(&unpacked, &prefix).map_err(|e| format!("{} -> {}: {e}", unpacked.display(), prefix.display()))
+    })();
     let _ = std::fs::remove_dir_all(&download);
-    let _ = std::fs::remove_dir_all(&prefix);
-    std::fs::create_dir_all(&download).map_err(|e| format!("{}: {e}", download.display()))?;
-    run_cmd(
-        Command::new("python3")
-            .args(["-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"])
-            .args(["--only-binary=:all:", "--platform", "win_amd64", "--dest"])
-            .arg(&download)
-            .args(&wanted),
-    )
-    .map_err(|e| format!("{e}\n  pip could not download the Windows wheels (is PyPI reachable?): rerun to retry"))?;
-    run_cmd(Command::new("python3").args(["-c", UNPACK]).arg(&download).arg(&prefix))?;
-    if !prefix.join("Lib/site-packages/openvino/libs/openvino_c.dll").is_file() {
-        return Err(format!(
-            "the openvino wheel left no Lib/site-packages/openvino/libs/openvino_c.dll in {}",
-            prefix.display()
-        ));
-    }
-    std::fs::write(&stamp, want).map_err(|e| format!("{}: {e}", stamp.display()))?;
-    std::fs::remove_dir_all(&download).map_err(|e| format!("{}: {e}", download.display()))
+    let _ = std::fs::remove_dir_all(&unpacked);
+    result
 }
 
 /// Unpacks every wheel of argv[1] into the Windows environment argv[2] as pip would: a wheel's
