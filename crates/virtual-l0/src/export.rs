@@ -232,10 +232,10 @@ pub fn set_cstr(dst: &mut [std::ffi::c_char], s: &str) {
     }
 }
 
-/// Monotonic nanoseconds since the platform's first timestamp, used for timestamps.
+/// Monotonic nanoseconds of the host clock the drivers read (`CLOCK_MONOTONIC` on Linux, the
+/// performance counter on Windows), used for timestamps.
 pub fn now_ns() -> u64 {
-    static START: OnceLock<std::time::Instant> = OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
+    crate::os::monotonic_ns()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! What the drivers get from the operating system, one API on both: shareable memory objects (a
 //! memfd standing for a GEM object's dma-buf on Linux, an unnamed section standing for a WDDM
 //! resource's NT handle on Windows), mappings of them, the pin check of a user-memory import, RAM
-//! size and thread ids. `memory.rs` holds the drivers' rules; this module holds no rule of theirs.
+//! size, the host clock and thread ids. `memory.rs` holds the drivers' rules; this module holds no rule of theirs.
 
 #[cfg(unix)]
 mod unix;

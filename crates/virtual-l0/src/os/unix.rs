@@ -22,6 +22,14 @@ pub fn total_ram() -> u64 {
     si.totalram as u64 * si.mem_unit as u64
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-parameter.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The calling thread's id, for trace lines.
 pub fn thread_id() -> u64 {
     // SAFETY: gettid has no preconditions.

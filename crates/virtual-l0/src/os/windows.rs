@@ -48,6 +48,18 @@ pub fn total_ram() -> u64 {
     m.ullTotalPhys
 }
 
+/// The performance counter (what Windows programs time with) in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    use windows_sys::Win32::System::Performance::{QueryPerformanceCounter, QueryPerformanceFrequency};
+    let (mut count, mut freq) = (0i64, 0i64);
+    // SAFETY: valid out-parameters; both calls always succeed on Windows XP and later.
+    unsafe {
+        QueryPerformanceCounter(&mut count);
+        QueryPerformanceFrequency(&mut freq);
+    }
+    (count as u128 * 1_000_000_000 / freq.max(1) as u128) as u64
+}
+
 /// The calling thread's id, for trace lines.
 pub fn thread_id() -> u64 {
     // SAFETY: no preconditions.
