@@ -11,9 +11,11 @@
 //! - `wine/`: a Wine prefix, with `bcryptprimitives.dll` built from `xtask/windows/` where Wine lacks
 //!   it (Rust's standard library imports `ProcessPrng` from it; Wine 8 has none).
 //!
-//! The tests: clippy for the Windows target, a type-check for `-msvc`, then the library's unit tests and `tests/windows.rs`
-//! with Wine as cargo's runner, one test at a time (they read process-wide counters and handle
-//! values), under each laptop profile.
+//! The tests: clippy for the Windows target (feature `sycl`, the C++ API's Rust half and the doctor
+//! too), a type-check for `-msvc`, the C++ compiled against the Windows headers, then under each
+//! laptop profile, with Wine as cargo's runner: the library's unit tests and [`WINDOWS_TESTS`], one
+//! test at a time (they read process-wide counters and handle values), and the doctor's Windows
+//! report (`crates/doctor/tests/windows.rs`).
 
 use crate::pins::Pins;
 use crate::{cargo, run_cmd, TEST_PROFILES};
@@ -24,6 +26,9 @@ const TARGET: &str = "x86_64-pc-windows-gnu";
 /// Checked (not linked: no MSVC here) so that nothing mingw-only creeps in.
 const MSVC_TARGET: &str = "x86_64-pc-windows-msvc";
 const WINE: &str = "/usr/lib/wine/wine64";
+/// The library's test files that build for Windows: the Windows paths, and the ones about
+/// OpenVINO and the NPU that use no fd, `/proc` or SYCL.
+const WINDOWS_TESTS: [&str; 3] = ["windows", "openvino_cpu", "without_mutable_command_lists"];
 
 pub fn test() -> Result<(), String> {
     let env = provision()?;
@@ -31,7 +36,8 @@ pub fn test() -> Result<(), String> {
     let clippy =
         |args: &[&str]| run_cmd(cargo().args(["clippy", "--target", TARGET]).args(args).args(["--", "-D", "warnings"]));
     clippy(&["--package", "virtual-l0", "--package", "npu-sycl-bridge-testkit", "--lib"])?;
-    clippy(&["--package", "npu-sycl-bridge", "--lib", "--test", "windows"])?;
+    let tests: Vec<&str> = WINDOWS_TESTS.iter().flat_map(|t| ["--test", t]).collect();
+    clippy(&[&["--package", "npu-sycl-bridge", "--lib"][..], &tests].concat())?;
     // Feature `sycl` and the C++ API's Rust half: their C++ is not compiled across OSes (build.rs).
     clippy(&[
         "--package",
@@ -71,7 +77,8 @@ pub fn test() -> Result<(), String> {
         let mut cmd = cargo();
         env.apply(&mut cmd);
         cmd.env("VL0_PROFILE", profile);
-        cmd.args(["test", "--target", TARGET, "--package", "npu-sycl-bridge", "--lib", "--test", "windows"]);
+        cmd.args(["test", "--target", TARGET, "--package", "npu-sycl-bridge", "--lib"]);
+        cmd.args(WINDOWS_TESTS.iter().flat_map(|t| ["--test", t]));
         cmd.args(["--", "--test-threads=1"]);
         run_cmd(&mut cmd).map_err(|e| format!("Windows suite, VL0_PROFILE={profile}: {e}"))?;
         // The doctor's Windows report (built without SYCL), each run its own process under Wine.
