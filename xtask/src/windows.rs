@@ -36,6 +36,7 @@ pub fn test() -> Result<(), String> {
     let clippy =
         |args: &[&str]| run_cmd(cargo().args(["clippy", "--target", TARGET]).args(args).args(["--", "-D", "warnings"]));
     clippy(&["--package", "virtual-l0", "--package", "npu-sycl-bridge-testkit", "--lib"])?;
+    clippy(&["--package", "native-finder", "--all-targets"])?;
     let tests: Vec<&str> = WINDOWS_TESTS.iter().flat_map(|t| ["--test", t]).collect();
     clippy(&[&["--package", "npu-sycl-bridge", "--lib"][..], &tests].concat())?;
     // Feature `sycl` and the C++ API's Rust half: their C++ is not compiled across OSes (build.rs).
@@ -72,6 +73,10 @@ pub fn test() -> Result<(), String> {
         Ok(p) => vec![p],
         Err(_) => TEST_PROFILES.iter().map(|p| p.to_string()).collect(),
     };
+    // Where the bridge finds OpenVINO and SYCL on Windows (native-finder's Windows layouts).
+    let mut cmd = cargo();
+    env.apply(&mut cmd);
+    run_cmd(cmd.args(["test", "--target", TARGET, "--package", "native-finder", "--lib"]))?;
     for profile in &profiles {
         eprintln!("xtask test-windows: the Windows suite under Wine, VL0_PROFILE={profile}");
         let mut cmd = cargo();

@@ -360,6 +360,67 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The Windows layouts, each found the way a Windows user's install is: the archive through
+    /// `INTEL_OPENVINO_DIR` (setupvars.bat), the CMake package through `OpenVINO_DIR`, a pip
+    /// environment as the provisioned prefix, and SYCL through `SYCL_ROOT` and in a pip prefix's
+    /// `Library\`. One test: it sets process environment variables in turn.
+    #[cfg(windows)]
+    #[test]
+    fn windows_layouts_are_found() {
+        let dir = std::env::temp_dir().join(format!("nf-windows-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let touch = |p: &Path| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, b"").unwrap();
+        };
+        let clear = || {
+            for v in
+                ["OPENVINO_INSTALL_DIR", "INTEL_OPENVINO_DIR", "OpenVINO_DIR", "SYCL_ROOT", "CMPLR_ROOT", "ONEAPI_ROOT"]
+            {
+                env::remove_var(v);
+            }
+        };
+        clear();
+        env::set_var("NPU_SYCL_BRIDGE_HOME", dir.join("home"));
+
+        let archive = dir.join("openvino_2026");
+        let dll = archive.join("runtime/bin/intel64/Release/openvino_c.dll");
+        touch(&dll);
+        env::set_var("INTEL_OPENVINO_DIR", &archive);
+        let f = find_openvino().unwrap();
+        assert_eq!((f.source.as_str(), f.library.as_path()), ("$INTEL_OPENVINO_DIR", dll.as_path()));
+        clear();
+
+        env::set_var("OpenVINO_DIR", archive.join("runtime/cmake"));
+        let f = find_openvino().unwrap();
+        assert_eq!(f.source, "$OpenVINO_DIR");
+        assert!(f.library.ends_with("openvino_c.dll"), "{f}");
+        clear();
+
+        let pip = dir.join("home/prefix/Lib/site-packages/openvino/libs/openvino_c.dll");
+        touch(&pip);
+        let f = find_openvino().unwrap();
+        assert_eq!((f.source.as_str(), f.library.as_path()), ("provisioned prefix", pip.as_path()));
+
+        let oneapi = dir.join("oneAPI/compiler/latest");
+        touch(&oneapi.join("include/sycl/sycl.hpp"));
+        touch(&oneapi.join("bin/sycl9.dll"));
+        touch(&oneapi.join("bin/sycl9d.dll"));
+        env::set_var("SYCL_ROOT", &oneapi);
+        let f = find_sycl().unwrap();
+        assert_eq!(f.library, oneapi.join("bin/sycl9.dll"), "the release DLL, not sycl9d.dll");
+        clear();
+
+        let prefix = dir.join("home/prefix");
+        touch(&prefix.join("Library/include/sycl/sycl.hpp"));
+        touch(&prefix.join("Library/bin/sycl9.dll"));
+        let f = find_sycl().unwrap();
+        assert_eq!((f.source.as_str(), f.library), ("provisioned prefix", prefix.join("Library/bin/sycl9.dll")));
+
+        env::remove_var("NPU_SYCL_BRIDGE_HOME");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn not_found_message_lists_probes_and_fix() {
         let nf = NotFound { what: "OpenVINO", probed: vec!["$OPENVINO_INSTALL_DIR: not set".into()] };

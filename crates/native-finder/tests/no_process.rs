@@ -6,6 +6,8 @@
 //!   exist (so a finder that asked it would find them);
 //! - `getrusage(RUSAGE_CHILDREN)`: any child process that ran and was waited for adds its page
 //!   faults there (an `exec`, or even a bare `fork`, faults pages in).
+// A Unix test (fake `python3` scripts, `getrusage`); the rule holds on Windows by the same code.
+#![cfg(unix)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
