@@ -380,19 +380,8 @@ impl NpuContext {
                 // request let go of it, and then closed once. If the call fails, the keep-alives are
                 // dropped (the fd closed) before this returns. Host views are allowed only when the
                 // caller says the tensor is the memory's only way in.
-                let tensor = unsafe {
-                    self.remote_context().create_tensor_over(
-                        element_type,
-                        shape,
-                        TensorProperties {
-                            mem_type: MemType::SharedBuf,
-                            mem_handle: Some(MemType::fd_handle(raw)),
-                            tensor_type: Some(tensor_type),
-                        },
-                        keep,
-                        false,
-                    )
-                }?;
+                let tensor =
+                    unsafe { self.shared_buf_tensor(element_type, shape, tensor_type, MemType::fd_handle(raw), keep) }?;
                 let va = tensor.params()?.mem_handle;
                 record.publish(&tensor.handle, va, available);
                 Ok(Made { remote: tensor, va, exclusive: true })
@@ -448,21 +437,33 @@ impl NpuContext {
         // tensor's byte size (the caller's length, checked above); the tensor keeps it open until
         // OpenVINO freed the tensor and every request let go of it, and then closes it once. If
         // the call fails, the keep-alives are dropped (the handle closed) before this returns.
-        let tensor = unsafe {
-            self.remote_context().create_tensor_over(
-                element_type,
-                shape,
-                TensorProperties {
-                    mem_type: MemType::SharedBuf,
-                    mem_handle: Some(MemType::nt_handle(raw)),
-                    tensor_type: Some(tensor_type),
-                },
-                keep,
-                false,
-            )
-        }?;
+        let tensor =
+            unsafe { self.shared_buf_tensor(element_type, shape, tensor_type, MemType::nt_handle(raw), keep) }?;
         let va = tensor.params()?.mem_handle;
         Ok(Made { remote: tensor, va, exclusive: true })
+    }
+
+    /// The plugin's SHARED_BUF import of `mem_handle` (this OS's handle value), the tensor keeping
+    /// `keep` until OpenVINO freed it.
+    ///
+    /// # Safety
+    /// `mem_handle` is an open handle to memory of at least the tensor's byte size, and `keep` keeps
+    /// it open until OpenVINO freed the tensor and every request let go of it.
+    unsafe fn shared_buf_tensor(
+        &self,
+        element_type: ElementType,
+        shape: Shape,
+        tensor_type: TensorType,
+        mem_handle: *mut c_void,
+        keep: Vec<KeepAlive>,
+    ) -> Result<RemoteTensor> {
+        let properties = TensorProperties {
+            mem_type: MemType::SharedBuf,
+            mem_handle: Some(mem_handle),
+            tensor_type: Some(tensor_type),
+        };
+        // SAFETY: the caller's contract; the device may write the memory.
+        unsafe { self.remote_context().create_tensor_over(element_type, shape, properties, keep, false) }
     }
 }
 
