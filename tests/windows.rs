@@ -397,3 +397,43 @@ fn injected_driver_failures_on_windows_are_typed_errors_and_lose_nothing() {
     assert!(!is_open(raw), "the handle of the failed import was closed");
     assert_eq!((counter("gpu.live_allocations") - 1, counter("npu.live_allocations")), (gpu_live, npu_live));
 }
+
+#[test]
+fn the_virtual_gpu_answers_export_queries_as_compute_runtimes_wddm_code() {
+    use npu_sycl_bridge::raw::level_zero::sys;
+    use npu_sycl_bridge::raw::AsRaw;
+    let _s = serial();
+    let g = gpu();
+    let mem = g.ctx.alloc_device_exportable(g.device, 4096, 4096).unwrap();
+    let api = sys::loader::api().unwrap();
+    let query = |first: *mut std::ffi::c_void| {
+        let mut props = sys::ze_memory_allocation_properties_t {
+            stype: sys::ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES,
+            pNext: first,
+            ..Default::default()
+        };
+        // SAFETY: a live context and allocation; the chain is the caller's structure, alive for the call.
+        unsafe { api.zeMemGetAllocProperties(g.ctx.as_raw(), mem.as_ptr(), &mut props, std::ptr::null_mut()) }
+    };
+    let mut export = sys::ze_external_memory_export_win32_handle_t {
+        stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_WIN32,
+        pNext: std::ptr::null(),
+        flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_WIN32,
+        handle: std::ptr::null_mut(),
+    };
+    assert_eq!(query(std::ptr::addr_of_mut!(export).cast()), sys::ZE_RESULT_SUCCESS);
+    let first = export.handle;
+    assert!(!first.is_null());
+    assert_eq!(query(std::ptr::addr_of_mut!(export).cast()), sys::ZE_RESULT_SUCCESS);
+    assert_eq!(export.handle, first, "the same driver-owned handle on every query");
+    // `handleAllocationExtensions`: exactly OPAQUE_WIN32, and no other structure first.
+    export.flags = sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_D3D12_HEAP;
+    assert_eq!(query(std::ptr::addr_of_mut!(export).cast()), sys::ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
+    let mut fd = sys::ze_external_memory_export_fd_t {
+        stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_EXPORT_FD,
+        pNext: std::ptr::null(),
+        flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
+        fd: -1,
+    };
+    assert_eq!(query(std::ptr::addr_of_mut!(fd).cast()), sys::ZE_RESULT_ERROR_INVALID_ENUMERATION);
+}

@@ -360,14 +360,27 @@ struct Extensions {
 /// Every chain is valid per [`chain`].
 unsafe fn extensions(driver: DriverKind, chains: &[*const c_void]) -> ZeResult<Extensions> {
     // One handle type per descriptor; the Linux GPU takes either fd type at every build, whatever
-    // it reports; STANDARD_ALLOCATION is no handle type.
-    let linux_gpu = stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
+    // it reports; STANDARD_ALLOCATION is no handle type. The Windows GPU (compute-runtime
+    // 26.31.39395.13 `properties_parser.h` `prepareL0StructuresLookupTable`) exports when the flags
+    // contain DMA_BUF, OPAQUE_FD or OPAQUE_WIN32, and imports exactly one of OPAQUE_WIN32,
+    // D3D12_HEAP, D3D12_RESOURCE or D3D11_TEXTURE.
+    let fds = stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF | stypes::EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_FD;
+    let windows_gpu = driver == DriverKind::Gpu && cfg!(windows);
     let accepted = |types: u32| match (driver, cfg!(windows)) {
-        (DriverKind::Gpu, false) => linux_gpu,
+        (DriverKind::Gpu, false) => fds,
         _ => types & !stypes::EXTERNAL_MEMORY_TYPE_FLAG_STANDARD_ALLOCATION,
     };
-    let export_ok = |flags: u32| flags.count_ones() == 1 && accepted(export_types(driver)) & flags == flags;
-    let import_ok = |flags: u32| flags.count_ones() == 1 && accepted(import_types(driver)) & flags == flags;
+    let export_ok = |flags: u32| match windows_gpu {
+        true => flags & (fds | ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_WIN32) != 0,
+        false => flags.count_ones() == 1 && accepted(export_types(driver)) & flags == flags,
+    };
+    let import_ok = |flags: u32| {
+        let types = match windows_gpu {
+            true => import_types(driver) | ZE_EXTERNAL_MEMORY_TYPE_FLAG_D3D11_TEXTURE,
+            false => accepted(import_types(driver)),
+        };
+        flags.count_ones() == 1 && types & flags == flags
+    };
     let bad_flags = match driver {
         DriverKind::Npu => ZE_RESULT_ERROR_INVALID_ENUMERATION,
         DriverKind::Gpu => ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION,
@@ -567,13 +580,13 @@ pub unsafe fn allocate(req: Request, chains: &[*const c_void]) -> ZeResult<*mut 
         if !is_shareable(h, ident) {
             return Err(fail(ZE_RESULT_ERROR_INVALID_ARGUMENT));
         }
-        let len = match req.driver {
-            DriverKind::Npu => buf_len as usize,
-            DriverKind::Gpu => req.size,
-        };
+        // The Windows GPU takes the size from the resource and ignores the one asked
+        // (compute-runtime 26.31.39395.13 `Context::allocDeviceMem` → `DriverHandle::importNTHandle`).
+        let whole = req.driver == DriverKind::Npu || cfg!(windows);
+        let len = if whole { buf_len as usize } else { req.size };
         // A buffer smaller than the import (an empty one included) would map, then fault at first
         // access.
-        if len == 0 || (buf_len as usize) < req.size {
+        if len == 0 || (!(cfg!(windows) && req.driver == DriverKind::Gpu) && (buf_len as usize) < req.size) {
             return Err(fail(ZE_RESULT_ERROR_INVALID_SIZE));
         }
         let m = os::map_shared(h, len, req.align.max(PAGE)).map_err(fail)?;

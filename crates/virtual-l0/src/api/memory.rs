@@ -117,7 +117,10 @@ ze_api! {
         }
         // SAFETY: the caller's chain of property structures.
         let entries = unsafe { chain(p.pNext) };
-        for e in entries.into_iter().take(if npu { 1 } else { usize::MAX }) {
+        // Windows reads only the first entry (compute-runtime 26.31.39395.13 `context.cpp`
+        // `handleAllocationExtensions`; the NPU inferred as on Linux).
+        let first_only = npu || cfg!(windows);
+        for e in entries.into_iter().take(if first_only { 1 } else { usize::MAX }) {
             #[cfg(unix)]
             if e.stype == stypes::EXTERNAL_MEMORY_EXPORT_FD {
                 // SAFETY: stype says ze_external_memory_export_fd_t.
@@ -129,15 +132,25 @@ ze_api! {
                     x.fd = fd;
                 }
             }
-            // Windows: compute-runtime writes the handle whatever the flags (handle 0 for memory
-            // that is not shareable); the NPU's answer is inferred (`memory::export_handle`).
+            // Windows GPU (`handleAllocationExtensions`): flags other than exactly OPAQUE_WIN32 are
+            // UNSUPPORTED_ENUMERATION, any other structure INVALID_ENUMERATION; the handle is written
+            // (0 for memory that is not shareable). The NPU's answers are inferred
+            // (`memory::export_handle`), its other structures ignored as on Linux.
             #[cfg(windows)]
             if e.stype == stypes::EXTERNAL_MEMORY_EXPORT_WIN32 {
                 // SAFETY: stype says ze_external_memory_export_win32_handle_t.
                 let x = unsafe { &mut *(e.ptr as *mut ze_external_memory_export_win32_handle_t) };
+                if x.flags != ZE_EXTERNAL_MEMORY_TYPE_FLAG_OPAQUE_WIN32 {
+                    if npu {
+                        continue;
+                    }
+                    return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
+                }
                 if let Some(h) = memory::export_handle(driver, ptr).transpose()? {
                     x.handle = h.unwrap_or(std::ptr::null_mut());
                 }
+            } else if !npu {
+                return Err(ZE_RESULT_ERROR_INVALID_ENUMERATION);
             }
         }
         Ok(())
