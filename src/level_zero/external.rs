@@ -139,6 +139,50 @@ impl L0Context {
     }
 }
 
+impl L0Context {
+    /// Imports through `import` (one import descriptor of this OS's handle type): `zeMemAllocDevice`
+    /// on `device`, once the device lists that type among its import types, or `zeMemAllocHost`
+    /// when `device` is `None`; `size` bytes mapped.
+    ///
+    /// # Safety
+    /// `import` is a valid import descriptor whose handle is open for the call; `keep` is that
+    /// handle or `None`.
+    pub(super) unsafe fn alloc_imported(
+        self: &Arc<Self>,
+        device: Option<L0Device>,
+        import: *const std::ffi::c_void,
+        size: usize,
+        keep: Option<OwnedShared>,
+    ) -> Result<L0Allocation> {
+        let Some(device) = device else {
+            let desc = sys::ze_host_mem_alloc_desc_t {
+                stype: sys::ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
+                pNext: import,
+                flags: 0,
+            };
+            // SAFETY: the chain is one import descriptor whose handle is open (caller contract).
+            return unsafe { self.alloc_host_with(&desc, size, 4096, keep) };
+        };
+        let ext = device.external_memory_properties()?;
+        if !ext.import.contains(ExternalMemoryTypes::SHARED_HANDLE) {
+            let reason = if cfg!(windows) { Reason::NoNtHandleImport } else { Reason::NoDmaBufImport };
+            return Err(Error::unsupported(
+                Path::SHARED_HANDLE,
+                reason,
+                format!("{device:?} cannot import {} memory (import types {:?})", Path::SHARED_HANDLE, ext.import),
+            ));
+        }
+        let desc = sys::ze_device_mem_alloc_desc_t {
+            stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
+            pNext: import,
+            flags: 0,
+            ordinal: 0,
+        };
+        // SAFETY: as above.
+        unsafe { self.alloc_device_with(&desc, device, size, 0, keep) }
+    }
+}
+
 /// `ze_external_memory_export_desc_t` of this OS's handle type, once `device` says it exports it.
 fn export_desc(device: L0Device) -> Result<sys::ze_external_memory_export_desc_t> {
     let ext = device.external_memory_properties()?;

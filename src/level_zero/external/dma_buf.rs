@@ -18,7 +18,6 @@ use std::ffi::c_void;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
-use super::ExternalMemoryTypes;
 use crate::error::{Error, Path, Reason, Result};
 use crate::level_zero::{api, check, sys, L0Allocation, L0Context, L0Device};
 
@@ -61,16 +60,6 @@ impl L0Context {
         size: usize,
         keep: Option<OwnedFd>,
     ) -> Result<L0Allocation> {
-        if let Some(device) = device {
-            let ext = device.external_memory_properties()?;
-            if !ext.import.contains(ExternalMemoryTypes::DMA_BUF) {
-                return Err(Error::unsupported(
-                    Path::DmaBuf,
-                    Reason::NoDmaBufImport,
-                    format!("{device:?} cannot import dma-buf memory (import types {:?})", ext.import),
-                ));
-            }
-        }
         // A driver that closes the fd of a successful import gets a duplicate of ours; on failure the
         // duplicate is still ours and closes when `given` drops.
         let mut given = None;
@@ -84,27 +73,8 @@ impl L0Context {
             flags: sys::ZE_EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF,
             fd: given.as_ref().map_or(fd, |g| g.as_raw_fd()),
         };
-        let result = match device {
-            Some(device) => {
-                let desc = sys::ze_device_mem_alloc_desc_t {
-                    stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
-                    pNext: std::ptr::addr_of!(import).cast(),
-                    flags: 0,
-                    ordinal: 0,
-                };
-                // SAFETY: the chain is one import descriptor whose fd is open (caller contract).
-                unsafe { self.alloc_device_with(&desc, device, size, 0, keep) }
-            }
-            None => {
-                let desc = sys::ze_host_mem_alloc_desc_t {
-                    stype: sys::ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
-                    pNext: std::ptr::addr_of!(import).cast(),
-                    flags: 0,
-                };
-                // SAFETY: as above.
-                unsafe { self.alloc_host_with(&desc, size, 4096, keep) }
-            }
-        };
+        // SAFETY: one import descriptor whose fd is open (caller contract); `keep` is the caller's.
+        let result = unsafe { self.alloc_imported(device, std::ptr::addr_of!(import).cast(), size, keep) };
         if let (Ok(_), Some(g)) = (&result, given) {
             // The driver closed it.
             let _ = g.into_raw_fd();

@@ -17,7 +17,6 @@ use std::ffi::c_void;
 use std::os::windows::io::{AsRawHandle, BorrowedHandle, OwnedHandle, RawHandle};
 use std::sync::Arc;
 
-use super::ExternalMemoryTypes;
 use crate::error::{Error, Path, Reason, Result};
 use crate::level_zero::{api, check, sys, L0Allocation, L0Context, L0Device};
 
@@ -61,16 +60,6 @@ impl L0Context {
         size: usize,
         keep: Option<OwnedHandle>,
     ) -> Result<L0Allocation> {
-        if let Some(device) = device {
-            let ext = device.external_memory_properties()?;
-            if !ext.import.contains(ExternalMemoryTypes::OPAQUE_WIN32) {
-                return Err(Error::unsupported(
-                    Path::NtHandle,
-                    Reason::NoNtHandleImport,
-                    format!("{device:?} cannot import NT handles (import types {:?})", ext.import),
-                ));
-            }
-        }
         let import = sys::ze_external_memory_import_win32_handle_t {
             stype: sys::ZE_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMPORT_WIN32,
             pNext: std::ptr::null(),
@@ -78,27 +67,8 @@ impl L0Context {
             handle,
             name: std::ptr::null(),
         };
-        match device {
-            Some(device) => {
-                let desc = sys::ze_device_mem_alloc_desc_t {
-                    stype: sys::ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC,
-                    pNext: std::ptr::addr_of!(import).cast(),
-                    flags: 0,
-                    ordinal: 0,
-                };
-                // SAFETY: the chain is one import descriptor whose handle is open (caller contract).
-                unsafe { self.alloc_device_with(&desc, device, size, 0, keep) }
-            }
-            None => {
-                let desc = sys::ze_host_mem_alloc_desc_t {
-                    stype: sys::ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC,
-                    pNext: std::ptr::addr_of!(import).cast(),
-                    flags: 0,
-                };
-                // SAFETY: as above.
-                unsafe { self.alloc_host_with(&desc, size, 4096, keep) }
-            }
-        }
+        // SAFETY: one import descriptor whose handle is open (caller contract); `keep` is the caller's.
+        unsafe { self.alloc_imported(device, std::ptr::addr_of!(import).cast(), size, keep) }
     }
 
     /// Exports the allocation of this context that starts at `ptr` as an NT handle the caller owns
