@@ -41,6 +41,23 @@ impl<'a> Variant<'a> {
         median(&self.cpu)
     }
 
+    /// The measurements without the closure (which borrows the buffers it measures).
+    pub fn detach(self) -> Variant<'static> {
+        Variant { step: Box::new(|| Ok(())), ..self }
+    }
+
+    /// Adds another run of the same variant (another placement of its buffers) to this one.
+    pub fn absorb(&mut self, other: Variant<'_>) {
+        debug_assert_eq!(self.name, other.name);
+        self.wall.extend(other.wall);
+        self.cpu.extend(other.cpu);
+        self.rounds.extend(other.rounds);
+        self.calls += other.calls;
+        for (mine, theirs) in self.counters.iter_mut().zip(other.counters) {
+            mine.1 += theirs.1;
+        }
+    }
+
     /// A counter's delta per call.
     pub fn per_call(&self, name: &str) -> f64 {
         self.counters.iter().find(|c| c.0 == name).map_or(0.0, |c| c.1 as f64 / self.calls.max(1) as f64)
