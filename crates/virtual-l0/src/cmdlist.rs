@@ -14,14 +14,32 @@
 use crate::export::{now_ns, ZeResult};
 use crate::objects::{event_from, same_driver, DriverKind, Kind};
 use crate::sys::*;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Something a `GraphExecute` command runs (implemented by the NPU module's graphs).
 pub trait GraphExecutable: Send + Sync {
-    /// Runs the graph with the recorded argument values (pointers as `usize`).
-    fn execute(&self, args: &[usize]) -> ze_result_t;
+    /// Runs the graph with the recorded argument values.
+    fn execute(&self, args: &[ArgValue]) -> ze_result_t;
+}
+
+/// A graph argument's value: its memory and, when set, its element strides (innermost first, as
+/// `ze_graph_argument_value_strides_t.userStrides`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ArgValue {
+    pub ptr: usize,
+    pub strides: Option<[u32; 5]>,
+}
+
+/// One argument's part of a mutable-command-list update: a new pointer, new strides, or both
+/// (without strides, the argument's strides are dropped: linux-npu-driver 1.32.1
+/// `inference_execute.cpp` `VPUInferenceExecute::setUpdates`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ArgUpdate {
+    pub ptr: Option<usize>,
+    pub strides: Option<[u32; 5]>,
 }
 
 /// One recorded command.
@@ -83,7 +101,7 @@ pub enum Command {
         /// the graph
         graph: Arc<dyn GraphExecutable>,
         /// argument values, patched by mutable-command-list updates
-        args: Vec<usize>,
+        args: Vec<ArgValue>,
     },
 }
 
@@ -191,6 +209,9 @@ pub struct EventPool {
     pub count: u32,
     /// `ze_event_pool_flags_t`
     pub flags: u32,
+    /// Indices with a live event (kept by the NPU driver only, which refuses a second event at one
+    /// index: linux-npu-driver 1.32.1 `eventpool.cpp` `EventPool::createEvent`).
+    pub in_use: std::sync::Mutex<std::collections::HashSet<u32>>,
 }
 /// `ze_event_handle_t`.
 pub struct Event {
@@ -444,12 +465,45 @@ struct ListState {
     /// The number of commands when the list was first closed since creation or reset: where the
     /// batch buffer ends. `None` while open.
     end: Option<usize>,
+    /// NPU: closing made an internal command buffer (counted per context).
+    command_buffer: bool,
 }
 
 impl ListState {
     /// The commands an execution runs: up to the first close (all while open).
     fn executed(&self) -> &[Recorded] {
         &self.commands[..self.end.unwrap_or(self.commands.len())]
+    }
+}
+
+/// The size of the internal command buffer the NPU driver makes when it closes a list that has
+/// commands (linux-npu-driver 1.32.1 `command_buffer.cpp` `VPUCommandBuffer::allocateCommandBuffer`,
+/// counted by `VPUDeviceContext::getAllocatedSize`). **Inferred**: the real size follows the
+/// firmware's command and descriptor sizes; one page here.
+pub const NPU_COMMAND_BUFFER_BYTES: usize = 4096;
+
+fn command_buffer_table() -> std::sync::MutexGuard<'static, HashMap<usize, usize>> {
+    static T: OnceLock<Mutex<HashMap<usize, usize>>> = OnceLock::new();
+    T.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Counts one NPU command buffer in or out of `context`.
+fn command_buffers(context: usize, add: bool) {
+    let mut t = command_buffer_table();
+    let n = t.entry(context).or_default();
+    *n = if add { *n + 1 } else { n.saturating_sub(1) };
+}
+
+/// The bytes of NPU command buffers held by lists of `context`.
+pub fn npu_command_buffer_bytes(context: usize) -> usize {
+    command_buffer_table().get(&context).copied().unwrap_or(0) * NPU_COMMAND_BUFFER_BYTES
+}
+
+impl Drop for CommandList {
+    fn drop(&mut self) {
+        if self.state.get_mut().is_ok_and(|s| s.command_buffer) {
+            command_buffers(self.context, false);
+        }
     }
 }
 
@@ -745,13 +799,16 @@ impl CommandList {
         self.lock().commands.len() as u64
     }
     /// Patches argument `arg_index` of the `GraphExecute` command `command_id`.
-    pub fn update_graph_argument(&self, command_id: u64, arg_index: u32, value: usize) -> ZeResult {
+    pub fn update_graph_argument(&self, command_id: u64, arg_index: u32, update: ArgUpdate) -> ZeResult {
         let mut st = self.lock();
         let r = st.commands.get_mut(command_id as usize).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
         match &mut r.cmd {
             Command::GraphExecute { args, .. } => {
                 let slot = args.get_mut(arg_index as usize).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
-                *slot = value;
+                if let Some(p) = update.ptr {
+                    slot.ptr = p;
+                }
+                slot.strides = update.strides;
                 Ok(())
             }
             _ => Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
@@ -764,6 +821,10 @@ impl CommandList {
         let mut st = self.lock();
         if st.end.is_none() {
             st.end = Some(st.commands.len());
+            if self.driver == DriverKind::Npu && !st.commands.is_empty() && !st.command_buffer {
+                st.command_buffer = true;
+                command_buffers(self.context, true);
+            }
         }
     }
     /// `zeCommandListReset`.
@@ -771,6 +832,9 @@ impl CommandList {
         let mut st = self.lock();
         st.commands.clear();
         st.end = None;
+        if std::mem::take(&mut st.command_buffer) {
+            command_buffers(self.context, false);
+        }
     }
     /// Whether executing this list after what is folded into `view` would block on an event that
     /// nothing signals before; otherwise folds the list's signals and resets into `view`.
@@ -796,10 +860,13 @@ mod tests {
     use super::*;
     struct Sum(Arc<Mutex<Vec<usize>>>);
     impl GraphExecutable for Sum {
-        fn execute(&self, args: &[usize]) -> ze_result_t {
-            self.0.lock().unwrap().push(args.iter().sum());
+        fn execute(&self, args: &[ArgValue]) -> ze_result_t {
+            self.0.lock().unwrap().push(args.iter().map(|a| a.ptr).sum());
             ZE_RESULT_SUCCESS
         }
+    }
+    fn ptr(p: usize) -> ArgUpdate {
+        ArgUpdate { ptr: Some(p), strides: None }
     }
     #[test]
     fn record_update_execute() {
@@ -809,13 +876,14 @@ mod tests {
         assert_eq!(l.next_command_id(), 0);
         l.append(Command::Fill { dst: buf.as_mut_ptr() as usize, pattern: vec![1, 2], size: 5 });
         assert_eq!(l.next_command_id(), 1);
-        l.append(Command::GraphExecute { graph: Arc::new(Sum(seen.clone())), args: vec![1, 2] });
+        let args = [1, 2].map(|p| ArgValue { ptr: p, strides: None }).to_vec();
+        l.append(Command::GraphExecute { graph: Arc::new(Sum(seen.clone())), args });
         l.close();
         assert_eq!(l.execute(), ZE_RESULT_SUCCESS);
         assert_eq!(buf, [1, 2, 1, 2, 1, 0, 0, 0]);
-        l.update_graph_argument(1, 1, 10).unwrap();
-        assert!(l.update_graph_argument(0, 0, 1).is_err());
-        assert!(l.update_graph_argument(1, 2, 1).is_err());
+        l.update_graph_argument(1, 1, ptr(10)).unwrap();
+        assert!(l.update_graph_argument(0, 0, ptr(1)).is_err());
+        assert!(l.update_graph_argument(1, 2, ptr(1)).is_err());
         l.execute();
         assert_eq!(*seen.lock().unwrap(), vec![3, 11]);
     }

@@ -34,7 +34,8 @@
 //!   `UNSUPPORTED_FEATURE`); a start inside an existing allocation of the context →
 //!   `INVALID_ARGUMENT`; pages that cannot be pinned long-term → `OUT_OF_DEVICE_MEMORY`: unmapped
 //!   pages, driver mappings (GPU USM is a GEM-object mmap, `VM_PFNMAP|VM_IO`), read-only pages for a
-//!   writable import, writable non-shmem file mappings. `ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED`
+//!   writable import, shared writable file mappings for a writable import (a read-only pin of
+//!   them is allowed). `ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED`
 //!   makes the import read-only for the NPU (`DRM_IVPU_BO_READ_ONLY`).
 //!
 //! Crate API: [`lookup`] (`driver, ptr → Option<AllocInfo>`), [`allocate`], [`free`], [`export_handle`],
@@ -227,6 +228,12 @@ pub fn lookup(driver: DriverKind, ptr: *const c_void) -> Option<AllocInfo> {
 /// up (per context: linux-npu-driver `vpu_device_context.cpp` `findBufferObject`).
 pub fn lookup_in(driver: DriverKind, ctx: usize, ptr: *const c_void) -> Option<AllocInfo> {
     find(&lock(driver), ptr as usize, Some(ctx)).map(|r| r.info)
+}
+
+/// The bytes of every allocation and import of `driver` on context `ctx`, each at the size it was
+/// made with (the NPU driver's `VPUDeviceContext::getAllocatedSize` sums `getAllocSize`).
+pub fn allocated_in(driver: DriverKind, ctx: usize) -> usize {
+    lock(driver).values().filter(|r| r.info.context == ctx).map(|r| r.info.size).sum()
 }
 
 /// Registers memory this platform mapped itself (a virtual-memory mapping, `api::virtual_mem`) as
@@ -452,6 +459,15 @@ fn overlaps_driver_mapping(p: usize, len: usize) -> bool {
             r.info.origin != Origin::ImportedSysmem && r.info.base < p + len && p < r.info.base + r.info.size.max(1)
         })
     })
+}
+
+/// Whether the NPU driver could import `[p, p + len)` as user memory (userptr ioctl present, pages
+/// pinnable long-term, not another driver's mapping), as it tries for a persistent native blob.
+pub fn npu_can_pin(p: usize, len: usize, read_only: bool) -> bool {
+    crate::profile::current().npu_userptr
+        && p != 0
+        && !overlaps_driver_mapping(p, len)
+        && os::pinnable(p, len, read_only)
 }
 
 /// NPU sysmem (userptr) import, as linux-npu-driver's `Context::importUserPtr` and the kernel's
@@ -1111,6 +1127,38 @@ mod tests {
                 "unmapped pages"
             );
             libc::munmap(m, 3 * PAGE);
+
+            // A shared writable mapping of a regular file: the kernel refuses only a writable
+            // long-term pin of it.
+            let path = std::env::temp_dir().join(format!("vl0-pin-{}", std::process::id()));
+            let file =
+                std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+            file.set_len(2 * PAGE as u64).unwrap();
+            let fm = libc::mmap(
+                std::ptr::null_mut(),
+                2 * PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+            );
+            assert_ne!(fm, libc::MAP_FAILED);
+            let fd_desc = sysmem_desc(fm, 2 * PAGE);
+            let f = &fd_desc as *const _ as *const c_void;
+            assert_eq!(
+                allocate(req(DriverKind::Npu, 2 * PAGE, 0), &[f]),
+                Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY),
+                "a writable pin of a shared file mapping"
+            );
+            let r = allocate(
+                Request { host_flags: ZE_HOST_MEM_ALLOC_FLAG_BIAS_WRITE_COMBINED, ..req(DriverKind::Npu, 2 * PAGE, 0) },
+                &[f],
+            )
+            .expect("a read-only pin of a shared file mapping");
+            free(DriverKind::Npu, r).unwrap();
+            libc::munmap(fm, 2 * PAGE);
+            drop(file);
+            std::fs::remove_file(&path).unwrap();
 
             for kind in [MemKind::Host, MemKind::Shared] {
                 let usm = allocate(Request { kind, ..req(DriverKind::Gpu, 2 * PAGE, PAGE) }, &[]).unwrap();

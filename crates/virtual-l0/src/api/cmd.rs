@@ -108,23 +108,30 @@ pub(crate) fn in_ddi(driver: objects::DriverKind, getter: Getter) -> ZeResult {
     }
 }
 
-/// Appends `cmd` with the call's signal event and wait list.
-/// On an NPU list, `[ptr, ptr + size)` must lie inside one allocation or import of the NPU driver:
-/// the NPU reaches only memory mapped through its driver (linux-npu-driver looks the buffer object
-/// up at append time and fails with `err` when there is none).
-fn npu_memory(driver: objects::DriverKind, ptr: *const c_void, size: usize, err: ze_result_t) -> ZeResult {
-    if driver != objects::DriverKind::Npu {
+/// The list an append goes to: its driver and the context it was made on.
+#[derive(Clone, Copy)]
+struct On {
+    driver: objects::DriverKind,
+    context: usize,
+}
+
+/// On an NPU list, `[ptr, ptr + size)` must lie inside one allocation or import of the list's
+/// context: the NPU reaches only memory mapped through its driver, and linux-npu-driver 1.32.1 looks
+/// the buffer object up in the list's own device context at append time (`cmdlist.cpp`,
+/// `ctx->findBufferObject`), failing with `err` when there is none.
+fn npu_memory(on: On, ptr: *const c_void, size: usize, err: ze_result_t) -> ZeResult {
+    if on.driver != objects::DriverKind::Npu {
         return Ok(());
     }
-    match crate::memory::lookup(driver, ptr) {
-        Some(i) if (ptr as usize).saturating_add(size) <= i.base + i.size.max(1) => Ok(()),
+    match crate::memory::lookup(on.driver, ptr) {
+        Some(i) if i.context == on.context && (ptr as usize).saturating_add(size) <= i.base + i.size.max(1) => Ok(()),
         _ => Err(err),
     }
 }
 
 unsafe fn append(
     list: ze_command_list_handle_t,
-    cmd: impl FnOnce(objects::DriverKind) -> ZeResult<Command>,
+    cmd: impl FnOnce(On) -> ZeResult<Command>,
     signal: ze_event_handle_t,
     n: u32,
     waits: *mut ze_event_handle_t,
@@ -133,7 +140,7 @@ unsafe fn append(
     let l = unsafe { command_list_from(list) }?;
     // SAFETY: as above.
     let (signal, waits) = unsafe { collect_events(l.driver(), signal, n, waits) }?;
-    let cmd = cmd(l.driver())?;
+    let cmd = cmd(On { driver: l.driver(), context: l.context })?;
     match l.append_with_events(cmd, signal, waits) {
         ZE_RESULT_SUCCESS => Ok(()),
         e => Err(e),
@@ -192,18 +199,26 @@ ze_api! {
             // SAFETY: the caller provides n list handles.
             let l = unsafe { command_list_from(*lists.add(i)) }?;
             same_driver(q.driver(), l)?;
-            // Immediate lists, and lists of another queue group ordinal, cannot run on this queue.
-            if l.is_immediate() || l.ordinal != q.ordinal {
-                return Err(ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE);
-            }
-            // Only closed lists run. The NPU driver: "Commands are not closed" → UNINITIALIZED;
-            // compute-runtime: INVALID_ARGUMENT (`cmdqueue_hw.inl`
-            // `CommandQueueHw::setupCmdListsAndContextParams`, `!commandList->isClosed()`).
-            if !l.is_closed() {
-                return Err(match l.driver() {
-                    objects::DriverKind::Npu => ZE_RESULT_ERROR_UNINITIALIZED,
-                    objects::DriverKind::Gpu => ZE_RESULT_ERROR_INVALID_ARGUMENT,
-                });
+            match l.driver() {
+                // linux-npu-driver 1.32.1 `cmdqueue.cpp` `CommandQueue::executeCommandLists` checks
+                // one thing: "Commands are not closed" → UNINITIALIZED, and an immediate list is
+                // never closed.
+                objects::DriverKind::Npu => {
+                    if l.is_immediate() || !l.is_closed() {
+                        return Err(ZE_RESULT_ERROR_UNINITIALIZED);
+                    }
+                }
+                // Immediate lists and lists of another group ordinal cannot run on this queue;
+                // only closed lists run (`cmdqueue_hw.inl`
+                // `CommandQueueHw::setupCmdListsAndContextParams`, `!commandList->isClosed()`).
+                objects::DriverKind::Gpu => {
+                    if l.is_immediate() || l.ordinal != q.ordinal {
+                        return Err(ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE);
+                    }
+                    if !l.is_closed() {
+                        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                    }
+                }
             }
             ls.push(l);
         }
@@ -317,7 +332,13 @@ ze_api! {
     }
     fn zeCommandListClose(l: ze_command_list_handle_t) {
         // SAFETY: handle validated.
-        unsafe { command_list_from(l) }?.close();
+        let l = unsafe { command_list_from(l) }?;
+        // The NPU's immediate lists cannot be closed (linux-npu-driver 1.32.1
+        // `immediate_cmdlist.hpp` `ImmediateCommandList::close`).
+        if l.driver() == objects::DriverKind::Npu && l.is_immediate() {
+            return Err(ZE_RESULT_ERROR_UNINITIALIZED);
+        }
+        l.close();
         Ok(())
     }
     fn zeCommandListReset(l: ze_command_list_handle_t) {
@@ -427,10 +448,10 @@ ze_api! {
         if size > 0 && (dst.is_null() || src.is_null()) {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
-        let cmd = |driver| {
+        let cmd = |on: On| {
             // linux-npu-driver: a pointer outside its buffer objects fails the copy command's creation.
-            npu_memory(driver, src, size, ZE_RESULT_ERROR_UNINITIALIZED)?;
-            npu_memory(driver, dst, size, ZE_RESULT_ERROR_UNINITIALIZED)?;
+            npu_memory(on, src, size, ZE_RESULT_ERROR_UNINITIALIZED)?;
+            npu_memory(on, dst, size, ZE_RESULT_ERROR_UNINITIALIZED)?;
             Ok(Command::Copy { dst: dst as usize, src: src as usize, size })
         };
         // SAFETY: caller's handles.
@@ -485,8 +506,8 @@ ze_api! {
         }
         // SAFETY: the caller's pattern of psize bytes.
         let pat = unsafe { std::slice::from_raw_parts(pattern as *const u8, psize) }.to_vec();
-        let cmd = |driver| {
-            if driver == objects::DriverKind::Npu {
+        let cmd = |on: On| {
+            if on.driver == objects::DriverKind::Npu {
                 // linux-npu-driver 1.32.1 `cmdlist.cpp`: pattern sizes 1, 2 and 4 only; the
                 // destination must be its memory. NPU 37xx fills by a copy from an internal pattern
                 // buffer (`appendMemoryFillAsCopyCmd`), whose foreign destination fails as a copy
@@ -499,7 +520,7 @@ ze_api! {
                 } else {
                     ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
                 };
-                npu_memory(driver, dst, size, err)?;
+                npu_memory(on, dst, size, err)?;
             }
             Ok(Command::Fill { dst: dst as usize, pattern: pat, size })
         };
@@ -543,8 +564,8 @@ ze_api! {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
         // SAFETY: caller's handles.
-        let cmd = |driver| {
-            npu_memory(driver, dst.cast(), 8, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)?;
+        let cmd = |on: On| {
+            npu_memory(on, dst.cast(), 8, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)?;
             Ok(Command::WriteTimestamp { dst: dst as usize })
         };
         // SAFETY: caller's handles.
@@ -574,15 +595,38 @@ ze_api! {
         }
         // SAFETY: the descriptor's chain.
         let entries = unsafe { chain(d.pNext) };
+        // linux-npu-driver 1.32.1 `cmdlist.cpp` `getCommandUpdates`: graph-argument entries, each
+        // optionally followed by a strides entry for that argument; anything else is refused.
         let graph_arg = |s| s == stypes::MUTABLE_GRAPH_ARGUMENT_EXP_DESC || s == stypes::MUTABLE_GRAPH_ARGUMENT_EXP_DESC_DEPRECATED;
-        if entries.is_empty() || !entries.iter().all(|e| graph_arg(e.stype)) {
+        let mut updates: Vec<((u64, u32), crate::cmdlist::ArgUpdate)> = Vec::new();
+        let mut last: Option<(u64, u32)> = None;
+        for e in &entries {
+            if graph_arg(e.stype) {
+                // SAFETY: stype says ze_mutable_graph_argument_exp_desc_t.
+                let g = unsafe { &*(e.ptr as *const stypes::MutableGraphArgumentExpDesc) };
+                let at = (g.commandId, g.argIndex);
+                match updates.iter_mut().find(|(k, _)| *k == at) {
+                    Some((_, u)) => u.ptr = Some(g.pArgValue as usize),
+                    None => updates.push((at, crate::cmdlist::ArgUpdate { ptr: Some(g.pArgValue as usize), strides: None })),
+                }
+                last = Some(at);
+            } else if e.stype == crate::sys::npu::ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_STRIDES && lo.driver() == objects::DriverKind::Npu {
+                let at = last.take().ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+                // SAFETY: stype says ze_graph_argument_value_strides_t.
+                let st = unsafe { &*(e.ptr as *const crate::sys::npu::ze_graph_argument_value_strides_t) };
+                if let Some((_, u)) = updates.iter_mut().find(|(k, _)| *k == at) {
+                    u.strides = Some(st.userStrides);
+                }
+            } else {
+                return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+            }
+        }
+        if updates.is_empty() {
             return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
         }
-        let patched = entries.len() as u64;
-        for e in entries {
-            // SAFETY: stype says ze_mutable_graph_argument_exp_desc_t.
-            let g = unsafe { &*(e.ptr as *const stypes::MutableGraphArgumentExpDesc) };
-            lo.update_graph_argument(g.commandId, g.argIndex, g.pArgValue as usize)?;
+        let patched = updates.len() as u64;
+        for ((command, arg), u) in updates {
+            lo.update_graph_argument(command, arg, u)?;
         }
         if lo.driver() == objects::DriverKind::Npu {
             // What a rebinding costs the NPU plugin: one patched argument per entry.
@@ -642,7 +686,7 @@ ze_api! {
                 unsafe { device_in(c.driver(), *devs.add(i)) }?;
             }
         }
-        *o = objects::create(c.driver(), EventPool { count: d.count, flags: d.flags });
+        *o = objects::create(c.driver(), EventPool { count: d.count, flags: d.flags, in_use: Default::default() });
         Ok(())
     }
     fn zeEventPoolDestroy(p: ze_event_pool_handle_t) {
@@ -655,10 +699,21 @@ ze_api! {
         if d.index >= po.count {
             return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
         }
+        if po.driver() == objects::DriverKind::Npu
+            && !po.in_use.lock().unwrap_or_else(|e| e.into_inner()).insert(d.index)
+        {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
         *o = objects::create(po.driver(), Event { state: Arc::new(EventState::default()), pool: p as usize, index: d.index });
         Ok(())
     }
     fn zeEventDestroy(e: ze_event_handle_t) {
+        // SAFETY: handle validated.
+        let ev = unsafe { event_from(e) }?;
+        // SAFETY: the pool handle is looked up in the live-object set, never read if destroyed.
+        if let Ok(pool) = unsafe { event_pool_from(ev.pool as ze_event_pool_handle_t) } {
+            pool.in_use.lock().unwrap_or_else(|e| e.into_inner()).remove(&ev.index);
+        }
         // SAFETY: no further use of the event (L0 rule); recorded commands keep its state alive.
         unsafe { objects::destroy::<Event, _>(e) }.map(drop)
     }
@@ -762,6 +817,33 @@ mod tests {
             assert_eq!(zeEventCreate(p, &ed, &mut e), ZE_RESULT_SUCCESS);
         }
         (p, e)
+    }
+
+    /// The NPU refuses a second live event at one pool index; compute-runtime does not track them.
+    #[test]
+    fn one_live_event_per_npu_pool_index() {
+        for kind in [DriverKind::Npu, DriverKind::Gpu] {
+            let (c, _) = context(kind);
+            // SAFETY: plain-C descriptors; valid handles and out-parameters.
+            unsafe {
+                let (mut pd, ed): (ze_event_pool_desc_t, ze_event_desc_t) = (std::mem::zeroed(), std::mem::zeroed());
+                pd.count = 2;
+                let (mut p, mut e1, mut e2) = (null_mut(), null_mut(), null_mut());
+                assert_eq!(zeEventPoolCreate(c, &pd, 0, null_mut(), &mut p), ZE_RESULT_SUCCESS);
+                assert_eq!(zeEventCreate(p, &ed, &mut e1), ZE_RESULT_SUCCESS);
+                let twice = zeEventCreate(p, &ed, &mut e2);
+                if kind == DriverKind::Npu {
+                    assert_eq!(twice, ZE_RESULT_ERROR_INVALID_ARGUMENT, "index 0 is in use");
+                    assert_eq!(zeEventDestroy(e1), ZE_RESULT_SUCCESS);
+                    assert_eq!(zeEventCreate(p, &ed, &mut e1), ZE_RESULT_SUCCESS, "free again after destroy");
+                } else {
+                    assert_eq!(twice, ZE_RESULT_SUCCESS);
+                    assert_eq!(zeEventDestroy(e2), ZE_RESULT_SUCCESS);
+                }
+                assert_eq!(zeEventDestroy(e1), ZE_RESULT_SUCCESS);
+                assert_eq!(zeEventPoolDestroy(p), ZE_RESULT_SUCCESS);
+            }
+        }
     }
 
     #[test]
@@ -1170,6 +1252,17 @@ mod tests {
                 zeCommandListAppendWriteGlobalTimestamp(l, h.cast(), null_mut(), 0, null_mut()),
                 ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
             );
+            // NPU memory of another context is as foreign as the heap.
+            let (c2, _) = context(DriverKind::Npu);
+            let mut other = null_mut();
+            assert_eq!(crate::api::memory::zeMemAllocHost(c2, &hd, 4096, 0, &mut other), ZE_RESULT_SUCCESS);
+            assert_eq!(
+                zeCommandListAppendWriteGlobalTimestamp(l, other.cast(), null_mut(), 0, null_mut()),
+                ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY,
+                "a timestamp into another context's memory"
+            );
+            assert_eq!(copy(m, other, 64), ZE_RESULT_ERROR_UNINITIALIZED, "a copy from another context's memory");
+            assert_eq!(crate::api::memory::zeMemFree(c2, other), ZE_RESULT_SUCCESS);
 
             let mut idd: ze_mutable_command_id_exp_desc_t = std::mem::zeroed();
             let mut id = 0u64;
@@ -1222,6 +1315,14 @@ mod tests {
             assert_eq!(zeCommandListClose(l), ZE_RESULT_SUCCESS);
             assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut ll, f), ZE_RESULT_SUCCESS);
             assert_eq!(zeFenceHostSynchronize(f, u64::MAX), ZE_RESULT_SUCCESS);
+            // An immediate list is never closed: closing it, or executing it on a queue, is
+            // UNINITIALIZED (not the spec's INVALID_COMMAND_LIST_TYPE).
+            let qd: ze_command_queue_desc_t = std::mem::zeroed();
+            let mut il = null_mut();
+            assert_eq!(zeCommandListCreateImmediate(c, d, &qd, &mut il), ZE_RESULT_SUCCESS);
+            assert_eq!(zeCommandListClose(il), ZE_RESULT_ERROR_UNINITIALIZED);
+            assert_eq!(zeCommandQueueExecuteCommandLists(q, 1, &mut il, null_mut()), ZE_RESULT_ERROR_UNINITIALIZED);
+            assert_eq!(zeCommandListDestroy(il), ZE_RESULT_SUCCESS);
 
             let mut n = 1u32;
             let mut g: ze_command_queue_group_properties_t = std::mem::zeroed();

@@ -18,12 +18,13 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
-use crate::cmdlist::{collect_events, Command, GraphExecutable};
+use crate::cmdlist::{collect_events, ArgValue, Command, GraphExecutable};
 use crate::export::{guard, input, out, set_cstr, trace, ZeResult};
 use crate::objects::{command_list_from, context_from, create, destroy, device_in, get, same_driver, DriverKind, Kind};
 use crate::sys::npu::*;
 use crate::sys::*;
 
+use super::cache;
 use super::engine::{self, Conversions, Elem};
 use super::format::{self, BuildFlags};
 use super::ir;
@@ -42,6 +43,8 @@ pub struct Arg {
     pub input: bool,
     /// Input: the Parameter's friendly name. Output: the producer node's friendly name.
     pub name: String,
+    /// `debug_friendly_name`: the Parameter's or the Result's own friendly name.
+    pub debug_name: String,
     pub tensor_names: Vec<String>,
     pub shape: Vec<u64>,
     /// The model's element type.
@@ -50,12 +53,38 @@ pub struct Arg {
     pub device: Elem,
     /// `ze_graph_argument_layout_t`.
     pub layout: u32,
+    /// Named in the build flags' `NPU_ENABLE_STRIDES_FOR` (by its Parameter or Result name): the
+    /// argument accepts strides (`supportsDynamicStrides`).
+    pub dynamic_strides: bool,
+}
+
+impl Arg {
+    /// Bytes from the argument's pointer to the end of its last element: the dense size, or with
+    /// element `strides` (innermost first) the extent they reach.
+    fn extent(&self, strides: Option<[u32; 5]>) -> usize {
+        let elems = match strides {
+            None => self.shape.iter().product::<u64>() as usize,
+            Some(st) => {
+                if self.shape.contains(&0) {
+                    return 0;
+                }
+                let rank = self.shape.len();
+                1 + self
+                    .shape
+                    .iter()
+                    .enumerate()
+                    .map(|(d, &n)| (n as usize - 1) * st[rank - 1 - d] as usize)
+                    .sum::<usize>()
+            }
+        };
+        elems * self.device.size
+    }
 }
 
 #[derive(Default)]
 struct Pending {
-    global: Vec<usize>,
-    per_thread: HashMap<ThreadId, Vec<Option<usize>>>,
+    global: Vec<ArgValue>,
+    per_thread: HashMap<ThreadId, Vec<Option<ArgValue>>>,
 }
 
 /// A compiled graph.
@@ -69,22 +98,28 @@ pub struct Graph {
     /// The NPU context the graph was created on: its arguments are looked up there, as the real
     /// driver resolves buffer objects per context (`elf_parser.cpp` `applyInputOutputs`).
     pub context: usize,
+    /// `ze_graph_properties_flags_t` as `pfnGetProperties3` reports them.
+    pub props: u32,
 }
 
 impl Graph {
-    fn set_arg(&self, index: usize, value: usize) {
+    /// Changes argument `index` as the calling thread sees it.
+    fn set_arg(&self, index: usize, change: impl FnOnce(&mut ArgValue)) {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let n = self.args.len();
-        p.global.resize(n, 0);
+        p.global.resize(n, ArgValue::default());
+        let tid = std::thread::current().id();
+        let mut value = p.per_thread.get(&tid).and_then(|m| m[index]).unwrap_or(p.global[index]);
+        change(&mut value);
         p.global[index] = value;
-        let mine = p.per_thread.entry(std::thread::current().id()).or_insert_with(|| vec![None; n]);
+        let mine = p.per_thread.entry(tid).or_insert_with(|| vec![None; n]);
         mine[index] = Some(value);
     }
 
-    fn snapshot(&self) -> Vec<usize> {
+    fn snapshot(&self) -> Vec<ArgValue> {
         let p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let mut v = p.global.clone();
-        v.resize(self.args.len(), 0);
+        v.resize(self.args.len(), ArgValue::default());
         if let Some(mine) = p.per_thread.get(&std::thread::current().id()) {
             for (slot, m) in v.iter_mut().zip(mine) {
                 if let Some(x) = m {
@@ -101,15 +136,35 @@ impl Graph {
     /// lie inside an allocation or import of the NPU driver, with room for the whole tensor. Counts the
     /// arguments that are imports (`npu.graph_args.dma_buf` — `nt_handle` on Windows — and `npu.graph_args.sysmem`): those
     /// executions read or wrote the producer's memory itself.
-    fn check_args(&self, args: &[usize]) -> Result<(), (ze_result_t, String)> {
+    /// At append, the driver resolves every argument to a buffer object of the graph's context with
+    /// room for the tensor, or refuses the command with UNINITIALIZED (linux-npu-driver 1.32.1
+    /// `elf_parser.cpp` `applyInputOutputs` through `createInferenceExecuteCommand`).
+    fn check_args_at_append(&self, args: &[ArgValue]) -> ZeResult {
+        for (v, arg) in args.iter().zip(&self.args) {
+            let a = v.ptr;
+            let bytes = arg.extent(v.strides);
+            match crate::memory::lookup_in(DriverKind::Npu, self.context, a as *const c_void) {
+                Some(info) if a != 0 && a + bytes <= info.base + info.size => {}
+                _ => {
+                    trace(format_args!("npu graph execute: argument {:?} at {a:#x} is not resolvable", arg.name));
+                    return Err(ZE_RESULT_ERROR_UNINITIALIZED);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// At execution (arguments may have been updated through a mutable command list since).
+    fn check_args(&self, args: &[ArgValue]) -> Result<(), (ze_result_t, String)> {
         let refuse = |e: String| (ZE_RESULT_ERROR_INVALID_ARGUMENT, e);
         let mut fd = 0;
         let mut sys = 0;
-        for (i, (&a, arg)) in args.iter().zip(&self.args).enumerate() {
+        for (i, (v, arg)) in args.iter().zip(&self.args).enumerate() {
+            let a = v.ptr;
             if a == 0 {
                 return Err(refuse(format!("graph argument {i} ({:?}) was never set", arg.name)));
             }
-            let bytes = arg.shape.iter().product::<u64>() as usize * arg.device.size;
+            let bytes = arg.extent(v.strides);
             let info = crate::memory::lookup_in(DriverKind::Npu, self.context, a as *const c_void).ok_or_else(|| {
                 refuse(format!(
                     "graph argument {i} ({:?}) at {a:#x} is not memory of the graph's NPU context (allocate or import it first)",
@@ -153,12 +208,37 @@ impl Graph {
 }
 
 impl GraphExecutable for Graph {
-    fn execute(&self, args: &[usize]) -> ze_result_t {
+    fn execute(&self, args: &[ArgValue]) -> ze_result_t {
         if let Err((code, e)) = self.check_args(args) {
             eprintln!("[virtual NPU] graph execution refused: {e}");
             return code;
         }
-        match self.compiled.infer(args) {
+        // Strided arguments go through dense staging buffers: the engine reads and writes dense
+        // tensors (the NPU's DMA does the gathering on hardware).
+        let mut staging: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut ptrs: Vec<usize> = args.iter().map(|v| v.ptr).collect();
+        for (i, (v, arg)) in args.iter().zip(&self.args).enumerate() {
+            if let Some(st) = v.strides {
+                let mut dense = vec![0u8; arg.extent(None)];
+                if arg.input {
+                    // SAFETY: check_args found `extent(strides)` bytes of NPU memory at v.ptr.
+                    unsafe { strided_copy(arg, st, v.ptr as *mut u8, dense.as_mut_ptr(), true) };
+                }
+                ptrs[i] = dense.as_mut_ptr() as usize;
+                staging.push((i, dense));
+            }
+        }
+        let result = self.compiled.infer(&ptrs);
+        if result.is_ok() {
+            for (i, dense) in &mut staging {
+                let (arg, v) = (&self.args[*i], args[*i]);
+                if let (false, Some(st)) = (arg.input, v.strides) {
+                    // SAFETY: as above; the output's strided extent is NPU memory at v.ptr.
+                    unsafe { strided_copy(arg, st, v.ptr as *mut u8, dense.as_mut_ptr(), false) };
+                }
+            }
+        }
+        match result {
             Ok(()) => {
                 crate::counters::add("npu.inferences", 1);
                 ZE_RESULT_SUCCESS
@@ -268,16 +348,11 @@ fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_fl
     };
     let flags: BuildFlags = format::parse_build_flags(&flags_text);
     for (k, v) in &flags.config {
+        if !COMPILER_OPTIONS.contains(&k.as_str()) {
+            return Err(format!("compiler option {k}={v:?} is not supported by the virtual NPU's compiler"));
+        }
         if k == "PERF_COUNT" && truthy(v) {
             return Err("PERF_COUNT=YES: profiling is not supported by the virtual NPU".into());
-        }
-        if (k.contains("SEPARATE_WEIGHTS") || k.contains("WEIGHTLESS"))
-            && !matches!(v.as_str(), "" | "0" | "NO" | "FALSE")
-        {
-            return Err(format!("{k}={v}: weights separation is not supported by the virtual NPU"));
-        }
-        if k == "NPU_BATCH_MODE" && v == "PLUGIN" {
-            // The plugin handles batching itself; nothing to do here.
         }
     }
     let xml = std::str::from_utf8(&ir_in.xml).map_err(|_| "the IR XML is not valid UTF-8".to_string())?;
@@ -405,6 +480,14 @@ fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_fl
     let network_out: Vec<Elem> = rm.outputs.iter().map(|p| p.elem).collect();
     let compiled = engine::compile(rm, &conv)?;
 
+    // `NPU_ENABLE_STRIDES_FOR`: the arguments (by Parameter or Result name) the compiler makes
+    // stride-capable. **Inferred**: only on NPU 40xx+ (the driver's own suite skips strides on 37xx).
+    let strided: Vec<String> = flags
+        .config
+        .get("NPU_ENABLE_STRIDES_FOR")
+        .filter(|_| crate::profile::current().npu_generation != crate::profile::NpuGeneration::Npu37xx)
+        .map(|v| v.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect())
+        .unwrap_or_default();
     let mut args = Vec::new();
     for (k, p) in compiled.inputs.iter().enumerate() {
         args.push(Arg {
@@ -415,6 +498,8 @@ fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_fl
             network: network_in[k],
             device: p.elem,
             layout: in_layouts[k],
+            debug_name: in_names[k].0.clone(),
+            dynamic_strides: strided.contains(&in_names[k].0),
         });
     }
     for (k, p) in compiled.outputs.iter().enumerate() {
@@ -426,6 +511,8 @@ fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_fl
             network: network_out[k],
             device: p.elem,
             layout: out_layouts[k],
+            debug_name: summary.outputs[out_map[k]].result_name.clone(),
+            dynamic_strides: strided.contains(&summary.outputs[out_map[k]].result_name),
         });
     }
     for a in &args {
@@ -449,9 +536,54 @@ fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_fl
         n_inputs,
         native,
         compiled,
-        pending: Mutex::new(Pending { global: vec![0; n], per_thread: HashMap::new() }),
+        pending: Mutex::new(Pending { global: vec![ArgValue::default(); n], per_thread: HashMap::new() }),
         context,
+        props: 0,
     })
+}
+
+/// Copies between an argument's strided memory at `strided` (element strides `st`, innermost
+/// first) and a dense buffer: into `dense` when `gather`, else out of it.
+///
+/// # Safety
+/// `strided` has `arg.extent(Some(st))` bytes, `dense` `arg.extent(None)`; they do not overlap.
+unsafe fn strided_copy(arg: &Arg, st: [u32; 5], strided: *mut u8, dense: *mut u8, gather: bool) {
+    let rank = arg.shape.len();
+    let elem = arg.device.size;
+    let count = arg.shape.iter().product::<u64>() as usize;
+    let mut index = vec![0u64; rank];
+    for k in 0..count {
+        let off: usize = (0..rank).map(|d| index[d] as usize * st[rank - 1 - d] as usize).sum::<usize>() * elem;
+        // SAFETY: `off + elem` is within the strided extent and `k * elem + elem` within the dense size.
+        unsafe {
+            if gather {
+                std::ptr::copy_nonoverlapping(strided.add(off), dense.add(k * elem), elem);
+            } else {
+                std::ptr::copy_nonoverlapping(dense.add(k * elem), strided.add(off), elem);
+            }
+        }
+        for d in (0..rank).rev() {
+            index[d] += 1;
+            if index[d] < arg.shape[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+}
+
+/// The text the driver keeps as a thread's last log after a successful creation: the cache status.
+const CACHE_FOUND: &str = "ZE DynamicCaching cache_status_t: cache_status_t::found\n";
+const CACHE_STORED: &str = "ZE DynamicCaching cache_status_t: cache_status_t::stored\n";
+
+/// Whether the driver keeps a native blob in NPU memory rather than copying it
+/// (linux-npu-driver 1.32.1 `graph.cpp` `getBlobContainerNative`): with
+/// `ZE_GRAPH_FLAG_INPUT_GRAPH_PERSISTENT`, a blob inside memory of the context, or one it can import
+/// read-only as user memory (`createUntrackedBufferObjectFromUserPtr`).
+fn native_blob_imported(context: usize, create_flags: u32, data: &[u8]) -> bool {
+    create_flags & ZE_GRAPH_FLAG_INPUT_GRAPH_PERSISTENT != 0
+        && (crate::memory::lookup_in(DriverKind::Npu, context, data.as_ptr().cast()).is_some()
+            || crate::memory::npu_can_pin(data.as_ptr() as usize, data.len(), true))
 }
 
 /// `pfnCreate*` after handle and pointer validation.
@@ -467,6 +599,7 @@ unsafe fn create_graph(
     input_size: usize,
     build_flags: *const c_char,
     create_flags: u32,
+    input_hash: Option<u64>,
     ph_graph: *mut ze_graph_handle_t,
     ph_log: *mut ze_graph_build_log_handle_t,
 ) -> ZeResult {
@@ -478,9 +611,14 @@ unsafe fn create_graph(
     // SAFETY: caller-provided out-parameter.
     let out_graph = unsafe { out(ph_graph) }?;
     *out_graph = std::ptr::null_mut();
-    if p_input.is_null() || input_size == 0 {
-        record_log("virtual NPU: graph input buffer is empty");
+    // linux-npu-driver 1.32.1 `graph.cpp` `Graph::initialize`: the pointer first, then the size.
+    if p_input.is_null() {
+        record_log("virtual NPU: graph input pointer is NULL");
         return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+    }
+    if input_size == 0 {
+        record_log("virtual NPU: graph input size is 0");
+        return Err(ZE_RESULT_ERROR_INVALID_SIZE);
     }
     // SAFETY: the caller guarantees `input_size` readable bytes at `p_input` (graph descriptor contract).
     let data = unsafe { std::slice::from_raw_parts(p_input, input_size) };
@@ -493,11 +631,49 @@ unsafe fn create_graph(
     trace(format_args!(
         "npu graph create: format {format_:#x}, {input_size} bytes, flags {create_flags:#x}, build flags {flags:?}"
     ));
-    let result = build(h_context as usize, format_, data, &flags, create_flags);
-    let (res, text) = match result {
+    let ctx = h_context as usize;
+    // linux-npu-driver 1.32.1 `graph.cpp` `getBlobContainerNGraphLite`: IR graphs go through the
+    // disk cache unless the caller disables it.
+    let key = if format_ == ZE_GRAPH_FORMAT_NGRAPH_LITE && create_flags & ZE_GRAPH_FLAG_DISABLE_CACHING == 0 {
+        let input = input_hash.map_or(cache::Input::Ir(data), cache::Input::Hash);
+        cache::key(format_, &flags, create_flags, input)
+    } else {
+        None
+    };
+    let (result, status) = match key.as_deref().and_then(cache::get) {
+        Some(blob) => {
+            let g = build(ctx, ZE_GRAPH_FORMAT_NATIVE, &blob, "", create_flags)
+                .map(|g| Graph { props: ZE_GRAPH_PROPERTIES_FLAG_LOADED_FROM_CACHE, ..g });
+            (g, CACHE_FOUND)
+        }
+        None => {
+            let g = build(ctx, format_, data, &flags, create_flags).map(|g| {
+                let props = if format_ == ZE_GRAPH_FORMAT_NATIVE {
+                    // A compiled blob always has its own memory; a native one only when imported.
+                    if native_blob_imported(ctx, create_flags, data) {
+                        ZE_GRAPH_PROPERTIES_FLAG_PRE_COMPILED
+                    } else {
+                        ZE_GRAPH_PROPERTIES_FLAG_PRE_COMPILED | ZE_GRAPH_PROPERTIES_FLAG_NO_STANDARD_ALLOCATION
+                    }
+                } else {
+                    ZE_GRAPH_PROPERTIES_FLAG_COMPILED
+                };
+                Graph { props, ..g }
+            });
+            let status = match (&g, key.as_deref()) {
+                (Ok(g), Some(k)) => {
+                    cache::put(k, &g.native);
+                    CACHE_STORED
+                }
+                _ => "",
+            };
+            (g, status)
+        }
+    };
+    let (res, text, last) = match result {
         Ok(g) => {
             let text = format!(
-                "virtual NPU: graph with {} inputs and {} outputs compiled for OpenVINO's CPU plugin",
+                "virtual NPU: graph with {} inputs and {} outputs compiled for OpenVINO's CPU plugin\n{status}",
                 g.n_inputs,
                 g.args.len() - g.n_inputs
             );
@@ -507,7 +683,7 @@ unsafe fn create_graph(
             crate::counters::add("npu.graph_args.sysmem", 0);
             *out_graph =
                 create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
-            (Ok(()), text)
+            (Ok(()), text, status.to_string())
         }
         Err(e) => {
             let text = format!("virtual NPU: graph compilation failed: {e}");
@@ -519,15 +695,28 @@ unsafe fn create_graph(
             } else {
                 ZE_RESULT_ERROR_INVALID_ARGUMENT
             };
-            (Err(code), text)
+            (Err(code), text.clone(), text)
         }
     };
-    record_log(&text);
+    // `Graph::create`: the thread's last log holds the whole log after a failure, the cache status
+    // after a success.
+    record_log(&last);
     if !ph_log.is_null() {
         // SAFETY: non-null caller-provided out-parameter.
         unsafe { *ph_log = create::<BuildLog, _>(DriverKind::Npu, BuildLog { text }) };
     }
     res
+}
+
+/// The caller's `ze_graph_input_hash_t`, which keys the disk cache instead of the IR.
+///
+/// # Safety
+/// `first` is a well-formed `pNext` chain.
+unsafe fn input_hash(first: *const c_void) -> Option<u64> {
+    // SAFETY: per the contract.
+    unsafe { crate::export::find::<ze_graph_input_hash_t>(first, ZE_STRUCTURE_TYPE_GRAPH_INPUT_HASH) }
+        // SAFETY: the entry with this stype is that structure.
+        .map(|h| unsafe { (*h).hash })
 }
 
 fn copy_log(text: &str, p_size: *mut u32, p_log: *mut c_char) -> ZeResult {
@@ -560,7 +749,7 @@ unsafe extern "C" fn pfnCreate(
     guard("pfnCreate", || {
         // SAFETY: caller-provided descriptor.
         let d = unsafe { input(desc) }?;
-        // SAFETY: forwarded contract.
+        // SAFETY: forwarded contract; `pNext` is the caller's well-formed chain.
         unsafe {
             create_graph(
                 hContext,
@@ -570,6 +759,7 @@ unsafe extern "C" fn pfnCreate(
                 d.inputSize,
                 d.pBuildFlags,
                 0,
+                input_hash(d.pNext),
                 phGraph,
                 std::ptr::null_mut(),
             )
@@ -586,7 +776,7 @@ unsafe extern "C" fn pfnCreate2(
     guard("pfnCreate2", || {
         // SAFETY: caller-provided descriptor.
         let d = unsafe { input(desc) }?;
-        // SAFETY: forwarded contract.
+        // SAFETY: forwarded contract; `pNext` is the caller's well-formed chain.
         unsafe {
             create_graph(
                 hContext,
@@ -596,6 +786,7 @@ unsafe extern "C" fn pfnCreate2(
                 d.inputSize,
                 d.pBuildFlags,
                 d.flags,
+                input_hash(d.pNext),
                 phGraph,
                 std::ptr::null_mut(),
             )
@@ -613,7 +804,7 @@ unsafe extern "C" fn pfnCreate3(
     guard("pfnCreate3", || {
         // SAFETY: caller-provided descriptor.
         let d = unsafe { input(desc) }?;
-        // SAFETY: forwarded contract.
+        // SAFETY: forwarded contract; `pNext` is the caller's well-formed chain.
         unsafe {
             create_graph(
                 hContext,
@@ -623,6 +814,7 @@ unsafe extern "C" fn pfnCreate3(
                 d.inputSize,
                 d.pBuildFlags,
                 d.flags,
+                input_hash(d.pNext),
                 phGraph,
                 phGraphBuildLog,
             )
@@ -675,8 +867,7 @@ unsafe extern "C" fn pfnGetProperties3(hGraph: ze_graph_handle_t, p: *mut ze_gra
         // linux-npu-driver graph.cpp getProperties2/3: always INITIALIZE, so the plugin calls
         // pfnGraphInitialize.
         p.initStageRequired = ZE_GRAPH_STAGE_INITIALIZE;
-        // The graph keeps its own copy of the IR: the caller's (possibly persistent) buffer may be freed.
-        p.flags = ZE_GRAPH_PROPERTIES_FLAG_COMPILED | ZE_GRAPH_PROPERTIES_FLAG_NO_STANDARD_ALLOCATION;
+        p.flags = g.graph.props;
         Ok(())
     })
 }
@@ -713,6 +904,8 @@ unsafe extern "C" fn pfnGetArgumentProperties(
         // SAFETY: caller-provided out-parameter.
         let p = unsafe { out(p) }?;
         fill_common!(p, a);
+        // SAFETY: the caller's pNext chain.
+        unsafe { answer_strides(p.pNext, a) };
         Ok(())
     })
 }
@@ -729,17 +922,30 @@ unsafe extern "C" fn pfnGetArgumentProperties2(
         // SAFETY: caller-provided out-parameter.
         let p = unsafe { out(p) }?;
         fill_common!(p, a);
-        p.quantReverseScale = 1.0;
+        p.quantReverseScale = quant_reverse_scale(a);
         p.quantZeroPoint = 0;
+        // SAFETY: the caller's pNext chain.
+        unsafe { answer_strides(p.pNext, a) };
         Ok(())
     })
 }
 
-/// Answers a chained `ze_graph_argument_property_strides_t`: strides are not supported.
+/// 1 for inputs, 0 for outputs (linux-npu-driver 1.32.1 `elf_parser.cpp`
+/// `ElfParser::getArgumentProperties`).
+fn quant_reverse_scale(a: &Arg) -> f32 {
+    if a.input {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// Answers a chained `ze_graph_argument_property_strides_t` (linux-npu-driver 1.32.1 `graph.cpp`
+/// `setArgumentProperties`, from the blob's dynamic-strides flag).
 ///
 /// # Safety
 /// `first` is a well-formed `pNext` chain.
-unsafe fn answer_strides(first: *const c_void) {
+unsafe fn answer_strides(first: *const c_void, a: &Arg) {
     // SAFETY: per the contract.
     if let Some(s) = unsafe {
         crate::export::find::<ze_graph_argument_property_strides_t>(
@@ -748,7 +954,7 @@ unsafe fn answer_strides(first: *const c_void) {
         )
     } {
         // SAFETY: the chain entry with this stype is that structure.
-        unsafe { (*s).supportsDynamicStrides = false };
+        unsafe { (*s).supportsDynamicStrides = a.dynamic_strides };
     }
 }
 
@@ -764,16 +970,16 @@ unsafe extern "C" fn pfnGetArgumentProperties3(
         // SAFETY: caller-provided out-parameter.
         let p = unsafe { out(p) }?;
         fill_common!(p, a);
-        p.quantReverseScale = 1.0;
+        p.quantReverseScale = quant_reverse_scale(a);
         p.quantZeroPoint = 0;
         p.dims_count = a.shape.len() as u32;
-        set_cstr(&mut p.debug_friendly_name, &a.name);
+        set_cstr(&mut p.debug_friendly_name, &a.debug_name);
         for (slot, n) in p.associated_tensor_names.iter_mut().zip(&a.tensor_names) {
             set_cstr(slot, n);
         }
         p.associated_tensor_names_count = a.tensor_names.len().min(ZE_MAX_GRAPH_TENSOR_NAMES_SIZE) as u32;
         // SAFETY: the caller's pNext chain.
-        unsafe { answer_strides(p.pNext) };
+        unsafe { answer_strides(p.pNext, a) };
         Ok(())
     })
 }
@@ -818,7 +1024,8 @@ unsafe extern "C" fn pfnSetArgumentValue(
         if pArgValue.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
-        g.graph.set_arg(argIndex as usize, pArgValue as usize);
+        // A plain value drops the argument's strides (`Graph::setArgumentValue`).
+        g.graph.set_arg(argIndex as usize, |v| *v = ArgValue { ptr: pArgValue as usize, strides: None });
         Ok(())
     })
 }
@@ -832,39 +1039,33 @@ unsafe extern "C" fn pfnSetArgumentValue2(
         // SAFETY: handle validation.
         let g = unsafe { graph_from(hGraph) }?;
         let a = arg_of(&g.graph, argIndex)?;
-        // SAFETY: pArgValue points to a ze_graph_argument_value_tensor_t (graph ext 1.15 contract).
-        let t = unsafe { input(pArgValue as *const ze_graph_argument_value_tensor_t) }?;
-        if t.stype != ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_TENSOR {
-            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
-        }
-        if t.pTensor.is_null() {
+        if pArgValue.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
-        // SAFETY: the tensor descriptor's pNext chain.
-        let strides = unsafe {
-            crate::export::find::<ze_graph_argument_value_strides_t>(t.pNext, ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_STRIDES)
-        };
-        if let Some(s) = strides {
-            // SAFETY: the chain entry with this stype is that structure.
-            let s = unsafe { &*s };
-            // Only dense strides (in bytes or in elements, innermost last) can be honoured.
-            let rank = a.shape.len();
-            let mut dense_elems = vec![0u64; rank];
-            let mut acc = 1u64;
-            for d in (0..rank).rev() {
-                dense_elems[d] = acc;
-                acc *= a.shape[d];
-            }
-            let given: Vec<u64> =
-                s.userStrides[..rank.min(ZE_MAX_GRAPH_ARGUMENT_DIMENSIONS_SIZE)].iter().map(|&x| x as u64).collect();
-            let in_elems = given.iter().zip(&dense_elems).all(|(g, d)| *g == 0 || g == d);
-            let in_bytes = given.iter().zip(&dense_elems).all(|(g, d)| *g == 0 || *g == d * a.device.size as u64);
-            if !(in_elems || in_bytes) {
-                record_log("virtual NPU: non-dense argument strides are not supported");
-                return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        // linux-npu-driver 1.32.1 `graph.cpp` `setArgumentValue2` / `gatherArgumentValues`: the
+        // strides are dropped, then each structure of the chain starting at pArgValue applies in
+        // turn: a tensor sets the memory, strides set the strides of an argument that supports
+        // them; anything else is INVALID_ARGUMENT.
+        g.graph.set_arg(argIndex as usize, |v| v.strides = None);
+        // SAFETY: pArgValue starts a chain of graph-argument structures (graph ext 1.15 contract).
+        for e in unsafe { crate::export::chain(pArgValue) } {
+            match e.stype {
+                ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_TENSOR => {
+                    // SAFETY: the stype says ze_graph_argument_value_tensor_t.
+                    let t = unsafe { &*(e.ptr as *const ze_graph_argument_value_tensor_t) };
+                    g.graph.set_arg(argIndex as usize, |v| v.ptr = t.pTensor as usize);
+                }
+                ZE_STRUCTURE_TYPE_GRAPH_ARGUMENT_STRIDES if a.dynamic_strides => {
+                    // SAFETY: the stype says ze_graph_argument_value_strides_t.
+                    let st = unsafe { &*(e.ptr as *const ze_graph_argument_value_strides_t) };
+                    g.graph.set_arg(argIndex as usize, |v| v.strides = Some(st.userStrides));
+                }
+                _ => {
+                    trace(format_args!("npu set argument {argIndex}: structure {:#x} refused", e.stype));
+                    return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+                }
             }
         }
-        g.graph.set_arg(argIndex as usize, t.pTensor as usize);
         Ok(())
     })
 }
@@ -880,6 +1081,11 @@ unsafe extern "C" fn pfnAppendGraphInitialize(
         // SAFETY: handle validation.
         let list = unsafe { command_list_from(hCommandList) }?;
         same_driver(DriverKind::Npu, list)?;
+        // linux-npu-driver 1.32.1 `cmdlist.cpp` `CommandList::appendGraphInitialize`: "Graph object
+        // is NULL" is UNINITIALIZED (only a NULL list is INVALID_NULL_HANDLE).
+        if hGraph.is_null() {
+            return Err(ZE_RESULT_ERROR_UNINITIALIZED);
+        }
         // SAFETY: handle validation.
         unsafe { graph_from(hGraph) }?;
         // SAFETY: caller-provided event handles.
@@ -914,6 +1120,7 @@ unsafe extern "C" fn pfnAppendGraphExecute(
         // SAFETY: caller-provided event handles.
         let (signal, waits) = unsafe { collect_events(DriverKind::Npu, hSignalEvent, numWaitEvents, phWaitEvents) }?;
         let args = g.graph.snapshot();
+        g.graph.check_args_at_append(&args)?;
         let graph: Arc<dyn GraphExecutable> = g.graph.clone();
         let r = list.append_with_events(Command::GraphExecute { graph, args }, signal, waits);
         if r == ZE_RESULT_SUCCESS {
@@ -1016,46 +1223,129 @@ unsafe extern "C" fn pfnDeviceGetGraphProperties2(
     })
 }
 
+/// A `ze_graph_query_network_handle_t`: the layers the "compiler" supports, as the plugin parses
+/// them (`<name><name>…`, NUL-terminated).
+pub struct QueryNetwork {
+    layers: String,
+}
+
+impl Kind for QueryNetwork {
+    const MAGIC: u64 = u64::from_le_bytes(*b"VL0QUERY");
+}
+
+/// `pfnQueryNetworkCreate*` (linux-npu-driver 1.32.1 `query_network.cpp` `QueryNetwork::create`):
+/// IR only (else `UNSUPPORTED_ENUMERATION`). The virtual NPU's compiler is OpenVINO's CPU plugin, so
+/// a model OpenVINO reads and compiles has every layer supported; one it cannot is
+/// `INVALID_ARGUMENT` with the reason in the last log.
+///
+/// # Safety
+/// As `create_graph`.
+unsafe fn query_network(
+    h_context: ze_context_handle_t,
+    h_device: ze_device_handle_t,
+    format_: u32,
+    p_input: *const u8,
+    input_size: usize,
+    ph: *mut ze_graph_query_network_handle_t,
+) -> ZeResult {
+    // SAFETY: handle validation.
+    same_driver(DriverKind::Npu, unsafe { context_from(h_context) }?)?;
+    // SAFETY: handle validation.
+    unsafe { device_in(DriverKind::Npu, h_device) }?;
+    // SAFETY: caller-provided out-parameter.
+    let out_q = unsafe { out(ph) }?;
+    if format_ != ZE_GRAPH_FORMAT_NGRAPH_LITE {
+        return Err(ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION);
+    }
+    if p_input.is_null() {
+        return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+    }
+    // SAFETY: the caller guarantees `input_size` readable bytes at `p_input`.
+    let data = unsafe { std::slice::from_raw_parts(p_input, input_size) };
+    let names = format::parse_ngraph_lite(data)
+        .and_then(|ir| {
+            let xml = std::str::from_utf8(&ir.xml).map_err(|_| "the IR XML is not valid UTF-8".to_string())?;
+            let summary = ir::summarize(xml)?;
+            engine::read_model(&ir.xml, &ir.weights)?;
+            Ok(summary.layer_names)
+        })
+        .map_err(|e| {
+            record_log(&format!("virtual NPU: query network failed: {e}"));
+            ZE_RESULT_ERROR_INVALID_ARGUMENT
+        })?;
+    let layers: String = names.iter().map(|n| format!("<{n}>")).collect();
+    *out_q = create::<QueryNetwork, _>(DriverKind::Npu, QueryNetwork { layers });
+    Ok(())
+}
+
 unsafe extern "C" fn pfnQueryNetworkCreate(
     hContext: ze_context_handle_t,
     hDevice: ze_device_handle_t,
-    _desc: *const ze_graph_desc_t,
-    _ph: *mut ze_graph_query_network_handle_t,
+    desc: *const ze_graph_desc_t,
+    ph: *mut ze_graph_query_network_handle_t,
 ) -> ze_result_t {
     guard("pfnQueryNetworkCreate", || {
-        // SAFETY: handle validation.
-        same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
-        // SAFETY: handle validation.
-        unsafe { device_in(DriverKind::Npu, hDevice) }?;
-        Err::<(), _>(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+        // SAFETY: caller-provided descriptor.
+        let d = unsafe { input(desc) }?;
+        // SAFETY: forwarded contract.
+        unsafe { query_network(hContext, hDevice, d.format, d.pInput, d.inputSize, ph) }
     })
 }
 
 unsafe extern "C" fn pfnQueryNetworkCreate2(
     hContext: ze_context_handle_t,
     hDevice: ze_device_handle_t,
-    _desc: *const ze_graph_desc_2_t,
-    _ph: *mut ze_graph_query_network_handle_t,
+    desc: *const ze_graph_desc_2_t,
+    ph: *mut ze_graph_query_network_handle_t,
 ) -> ze_result_t {
     guard("pfnQueryNetworkCreate2", || {
-        // SAFETY: handle validation.
-        same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
-        // SAFETY: handle validation.
-        unsafe { device_in(DriverKind::Npu, hDevice) }?;
-        Err::<(), _>(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+        // SAFETY: caller-provided descriptor.
+        let d = unsafe { input(desc) }?;
+        // SAFETY: forwarded contract.
+        unsafe { query_network(hContext, hDevice, d.format, d.pInput, d.inputSize, ph) }
     })
 }
 
-unsafe extern "C" fn pfnQueryNetworkDestroy(_h: ze_graph_query_network_handle_t) -> ze_result_t {
-    guard("pfnQueryNetworkDestroy", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+unsafe extern "C" fn pfnQueryNetworkDestroy(h: ze_graph_query_network_handle_t) -> ze_result_t {
+    guard("pfnQueryNetworkDestroy", || {
+        // SAFETY: validated, then destroyed once.
+        let q = unsafe { get::<QueryNetwork, _>(h) }?;
+        same_driver(DriverKind::Npu, q)?;
+        // SAFETY: as above.
+        drop(unsafe { destroy::<QueryNetwork, _>(h) }?);
+        Ok(())
+    })
 }
 
+/// The size with the NUL when `pLayers` is NULL; else the layers, at most `*pSize` bytes.
 unsafe extern "C" fn pfnQueryNetworkGetSupportedLayers(
-    _h: ze_graph_query_network_handle_t,
-    _s: *mut usize,
-    _l: *mut c_char,
+    h: ze_graph_query_network_handle_t,
+    pSize: *mut usize,
+    pLayers: *mut c_char,
 ) -> ze_result_t {
-    guard("pfnQueryNetworkGetSupportedLayers", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+    guard("pfnQueryNetworkGetSupportedLayers", || {
+        // SAFETY: handle validation.
+        let q = unsafe { get::<QueryNetwork, _>(h) }?;
+        same_driver(DriverKind::Npu, q)?;
+        // SAFETY: caller-provided in/out parameter.
+        let size = unsafe { out(pSize) }?;
+        let need = q.layers.len() + 1;
+        if pLayers.is_null() {
+            *size = need;
+            return Ok(());
+        }
+        let n = (*size).min(need);
+        if n == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller provides *size >= n writable bytes at pLayers.
+        unsafe {
+            std::ptr::copy_nonoverlapping(q.layers.as_ptr(), pLayers.cast::<u8>(), n - 1);
+            *pLayers.add(n - 1) = 0;
+        }
+        *size = n;
+        Ok(())
+    })
 }
 
 unsafe extern "C" fn pfnBuildLogGetString(
@@ -1097,7 +1387,7 @@ unsafe extern "C" fn pfnBuildLogDestroy(hLog: ze_graph_build_log_handle_t) -> ze
 
 unsafe extern "C" fn pfnQueryContextMemory(
     hContext: ze_context_handle_t,
-    _type: ze_graph_memory_query_type_t,
+    type_: ze_graph_memory_query_type_t,
     query: *mut ze_graph_memory_query_t,
 ) -> ze_result_t {
     guard("pfnQueryContextMemory", || {
@@ -1105,8 +1395,20 @@ unsafe extern "C" fn pfnQueryContextMemory(
         same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
         // SAFETY: caller-provided out-parameter.
         let q = unsafe { out(query) }?;
-        q.total = 16 << 30;
-        q.allocated = 0;
+        // linux-npu-driver 1.32.1 `context.cpp` `Context::queryContextMemory`.
+        match type_ {
+            ZE_GRAPH_QUERY_MEMORY_DDR => {
+                let ctx = hContext as usize;
+                q.total = crate::memory::total_ram();
+                q.allocated = (crate::memory::allocated_in(DriverKind::Npu, ctx)
+                    + crate::cmdlist::npu_command_buffer_bytes(ctx)) as u64;
+            }
+            ZE_GRAPH_QUERY_MEMORY_DRIVER_CACHE | ZE_GRAPH_QUERY_MEMORY_PROGRAM_CACHE => {
+                q.allocated = super::cache::size() as u64;
+                q.total = super::cache::max_size() as u64;
+            }
+            _ => return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
+        }
         Ok(())
     })
 }
@@ -1122,29 +1424,87 @@ unsafe extern "C" fn pfnGraphInitialize(hGraph: ze_graph_handle_t) -> ze_result_
     })
 }
 
+/// The `--config` options the virtual NPU's compiler takes: the ones the NPU plugin sends and the
+/// ones this driver acts on. The list is this compiler's own (the real one comes from the closed
+/// compiler library, `vclGetCompilerSupportedOptions`); any other option fails the compilation, as an
+/// unknown option fails the real compiler's.
+pub const COMPILER_OPTIONS: &[&str] = &[
+    "LOG_LEVEL",
+    "PERF_COUNT",
+    "NPU_PLATFORM",
+    "NPU_STEPPING",
+    "NPU_MAX_TILES",
+    "NPU_BATCH_MODE",
+    "NPU_ENABLE_STRIDES_FOR",
+];
+
+/// linux-npu-driver 1.32.1 `graph.cpp` `Graph::getSupportedOptions`: the driver has no options of
+/// its own (size 0); compiler options come from the compiler, as a space-separated list.
 unsafe extern "C" fn pfnCompilerGetSupportedOptions(
     hDevice: ze_device_handle_t,
-    _type: ze_npu_options_type_t,
-    _pSize: *mut usize,
-    _p: *mut c_char,
+    type_: ze_npu_options_type_t,
+    pSize: *mut usize,
+    p: *mut c_char,
 ) -> ze_result_t {
     guard("pfnCompilerGetSupportedOptions", || {
         // SAFETY: handle validation.
         unsafe { device_in(DriverKind::Npu, hDevice) }?;
-        Err::<(), _>(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+        // SAFETY: caller-provided in/out parameter.
+        let size = unsafe { out(pSize) }?;
+        let text = match type_ {
+            ZE_NPU_DRIVER_OPTIONS => {
+                *size = 0;
+                return Ok(());
+            }
+            ZE_NPU_COMPILER_OPTIONS => COMPILER_OPTIONS.join(" "),
+            _ => return Err(ZE_RESULT_ERROR_INVALID_ENUMERATION),
+        };
+        let need = text.len() + 1;
+        if p.is_null() {
+            *size = need;
+            return Ok(());
+        }
+        if *size < need {
+            return Err(ZE_RESULT_ERROR_INVALID_SIZE);
+        }
+        // SAFETY: the caller provides *size >= need writable bytes at p.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), p.cast::<u8>(), text.len());
+            *p.add(text.len()) = 0;
+        }
+        *size = need;
+        Ok(())
     })
 }
 
+/// `Graph::isOptionSupported`: driver options never (`UNSUPPORTED_FEATURE`); a compiler option if
+/// it is in [`COMPILER_OPTIONS`] (its value is not checked).
 unsafe extern "C" fn pfnCompilerIsOptionSupported(
     hDevice: ze_device_handle_t,
-    _type: ze_npu_options_type_t,
-    _opt: *const c_char,
+    type_: ze_npu_options_type_t,
+    opt: *const c_char,
     _val: *const c_char,
 ) -> ze_result_t {
     guard("pfnCompilerIsOptionSupported", || {
         // SAFETY: handle validation.
         unsafe { device_in(DriverKind::Npu, hDevice) }?;
-        Err::<(), _>(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+        match type_ {
+            ZE_NPU_DRIVER_OPTIONS => Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE),
+            ZE_NPU_COMPILER_OPTIONS => {
+                if opt.is_null() {
+                    return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+                }
+                // SAFETY: a NUL-terminated option name from the caller.
+                let name = unsafe { CStr::from_ptr(opt) }.to_string_lossy();
+                trace(format_args!("npu compiler option {name:?}"));
+                if COMPILER_OPTIONS.contains(&name.as_ref()) {
+                    Ok(())
+                } else {
+                    Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
+                }
+            }
+            _ => Err(ZE_RESULT_ERROR_INVALID_ENUMERATION),
+        }
     })
 }
 

@@ -59,6 +59,8 @@ pub struct IrSummary {
     pub outputs: Vec<IrOutput>,
     /// Operation types found anywhere (nested bodies included) that make the model stateful.
     pub stateful_ops: Vec<String>,
+    /// The friendly name of every top-level layer, in IR order.
+    pub layer_names: Vec<String>,
 }
 
 fn unescape(s: &str) -> String {
@@ -299,7 +301,11 @@ pub fn summarize(xml: &str) -> Result<IrSummary, String> {
         return Err("the IR XML has no <layer> elements".into());
     }
     let by_id: HashMap<&str, &Layer> = layers.iter().map(|l| (l.id.as_str(), l)).collect();
-    let mut summary = IrSummary { stateful_ops: stateful, ..Default::default() };
+    let mut summary = IrSummary {
+        stateful_ops: stateful,
+        layer_names: layers.iter().map(|l| l.name.clone()).collect(),
+        ..Default::default()
+    };
     for l in &layers {
         match l.type_.as_str() {
             "Parameter" => summary.inputs.push(IrInput {

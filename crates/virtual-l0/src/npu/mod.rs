@@ -16,10 +16,12 @@
 //! but implemented by the platform (`zeCommandListGetNextCommandIdExp`,
 //! `zeCommandListUpdateMutableCommandsExp`, `zeMemAllocHost` with the sysmem descriptor).
 
+pub mod cache;
 pub mod engine;
 pub mod format;
 pub mod graph;
 pub mod ir;
+pub mod private;
 
 use std::ffi::{c_char, c_void, CStr};
 
@@ -101,7 +103,7 @@ pub fn extension_function_address(name: &CStr) -> Option<*mut c_void> {
         b"ZE_extension_command_queue_npu" => Some(table_ptr(&COMMAND_QUEUE_NPU_TABLE)),
         b"ZE_extension_context_npu" => Some(table_ptr(&CONTEXT_NPU_TABLE)),
         b"ZE_extension_profiling_data" => Some(table_ptr(&PROFILING_TABLE)),
-        _ => None,
+        _ => private::function_address(name),
     }
 }
 

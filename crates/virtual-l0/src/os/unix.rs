@@ -163,8 +163,10 @@ pub fn reopen_mapping(map: *mut c_void, len: usize) -> Option<Raw> {
 
 /// Whether the kernel could pin `[p, p + len)` long-term for the NPU (`pin_user_pages_fast` with
 /// `FOLL_LONGTERM`, plus `FOLL_WRITE` unless `read_only`), judged from `/proc/self/maps`: every
-/// page mapped; writable unless `read_only`; not a writable mapping of a regular file (long-term
-/// write pins of non-shmem file pages are refused); not a device mapping.
+/// page mapped; writable unless `read_only`; for a writable import, not a shared writable mapping
+/// of a regular file (mm/gup.c `check_vma_flags` asks `writable_file_mapping_allowed` only with
+/// `FOLL_WRITE`, and that refuses long-term pins of pages needing dirty tracking); not a device
+/// mapping.
 pub fn pinnable(p: usize, len: usize, read_only: bool) -> bool {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
     let (start, end) = (p & !4095, (p + len).div_ceil(4096) * 4096);
@@ -187,7 +189,7 @@ pub fn pinnable(p: usize, len: usize, read_only: bool) -> bool {
         let file = path.starts_with('/') && !shmem;
         let device = path.starts_with("/dev/") && !shmem;
         // A private writable file mapping is pinned through copy-on-write (anonymous pages): fine.
-        if (!read_only && !writable) || device || (file && writable && shared) {
+        if (!read_only && (!writable || (file && shared))) || device {
             return false;
         }
         covered = b;
