@@ -903,6 +903,86 @@ mod direct {
         drop((in_a, in_b));
     }
 
+    /// A profiling graph (`PERF_COUNT=YES`) needs a query at append and fills it with the layers of
+    /// that execution; pools and queries keep the driver's slot rules.
+    #[test]
+    fn profiling_graphs_fill_their_query_with_the_executed_layers() {
+        let n = Npu::new();
+        let m = models::fully_connected();
+        let (r, g, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&m), "--config PERF_COUNT=\"YES\"");
+        assert_eq!(r, ZE_RESULT_SUCCESS, "{log}");
+        // SAFETY: zero is a valid bit pattern for this plain C struct.
+        let mut props: ze_graph_properties_3_t = unsafe { std::mem::zeroed() };
+        // SAFETY: valid graph and out-pointer.
+        assert_eq!(unsafe { n.graph.pfnGetProperties3.unwrap()(g, &mut props) }, 0);
+        assert_ne!(props.flags & ZE_GRAPH_PROPERTIES_FLAG_PROFILING_ENABLED, 0);
+
+        let mut table: *mut c_void = std::ptr::null_mut();
+        let name = c"ZE_extension_profiling_data";
+        assert_eq!(ze!(n.api, zeDriverGetExtensionFunctionAddress(n.driver, name.as_ptr(), &mut table)), 0);
+        // SAFETY: the driver's static profiling table.
+        let prof = unsafe { &*(table as *const ze_graph_profiling_dditable_ext_t) };
+        let (mut pool, mut q, mut q2) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: valid handles and out-pointers throughout.
+        unsafe {
+            assert_eq!(prof.pfnProfilingPoolCreate.unwrap()(g, 0, &mut pool), ZE_RESULT_ERROR_INVALID_SIZE);
+            assert_eq!(prof.pfnProfilingPoolCreate.unwrap()(g, 1, &mut pool), 0);
+            assert_eq!(prof.pfnProfilingQueryCreate.unwrap()(pool, 1, &mut q), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+            assert_eq!(prof.pfnProfilingQueryCreate.unwrap()(pool, 0, &mut q), 0);
+            assert_eq!(prof.pfnProfilingQueryCreate.unwrap()(pool, 0, &mut q2), ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE);
+        }
+
+        let in_bytes = m.inputs[0].byte_size();
+        let out_bytes = m.outputs[0].byte_size();
+        let alloc = |len| n.ctx.alloc_host(len, 4096, HostMemFlags::NONE).unwrap();
+        let (mut input, output) = (alloc(in_bytes), alloc(out_bytes));
+        let sample = m.sample_input(0);
+        input.write(0, &sample).unwrap();
+        n.set(g, 0, &input);
+        n.set(g, 1, &output);
+        let l = n.list();
+        assert_eq!(n.append(l, g), ZE_RESULT_ERROR_INVALID_NULL_HANDLE, "a profiling graph needs a query");
+        // SAFETY: valid list, graph and query; no events.
+        let r =
+            unsafe { n.graph.pfnAppendGraphExecute.unwrap()(l, g, q, std::ptr::null_mut(), 0, std::ptr::null_mut()) };
+        assert_eq!(r, 0);
+        assert_eq!(n.run(l), 0);
+        let mut got = vec![0u8; out_bytes];
+        output.read(0, &mut got).unwrap();
+        assert_eq!(got, m.reference(&[&sample]).unwrap().remove(0), "profiling changes no result");
+
+        let data = |kind: u32| -> Vec<u8> {
+            let mut size = 0u32;
+            // SAFETY: valid query; size query first, then a buffer of that size.
+            assert_eq!(unsafe { prof.pfnProfilingQueryGetData.unwrap()(q, kind, &mut size, std::ptr::null_mut()) }, 0);
+            let mut v = vec![0u8; size as usize];
+            // SAFETY: as above.
+            assert_eq!(unsafe { prof.pfnProfilingQueryGetData.unwrap()(q, kind, &mut size, v.as_mut_ptr()) }, 0);
+            v
+        };
+        let layers = data(ZE_GRAPH_PROFILING_LAYER_LEVEL);
+        let size = std::mem::size_of::<ze_profiling_layer_info>();
+        assert!(!layers.is_empty() && layers.len() % size == 0, "{} bytes", layers.len());
+        let executed = layers.chunks_exact(size).filter(|c| {
+            // SAFETY: each chunk is one whole ze_profiling_layer_info written by the driver.
+            let info = unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<ze_profiling_layer_info>()) };
+            info.status == ZE_LAYER_STATUS_EXECUTED && info.name[0] != 0
+        });
+        assert!(executed.count() > 0, "the MatMul and Add ran");
+        let tasks = data(ZE_GRAPH_PROFILING_TASK_LEVEL);
+        assert!(!tasks.is_empty() && tasks.len() % std::mem::size_of::<ze_profiling_task_info>() == 0);
+        assert!(!data(ZE_GRAPH_PROFILING_RAW).is_empty());
+
+        // SAFETY: handles created above, destroyed once each.
+        unsafe {
+            assert_eq!(prof.pfnProfilingPoolDestroy.unwrap()(pool), ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE);
+            assert_eq!(prof.pfnProfilingQueryDestroy.unwrap()(q), 0);
+            assert_eq!(prof.pfnProfilingPoolDestroy.unwrap()(pool), 0);
+            assert_eq!(n.graph.pfnDestroy.unwrap()(g), 0);
+        }
+        ze!(n.api, zeCommandListDestroy(l));
+    }
+
     /// Many threads set arguments and record on one graph at the same time: every recorded command
     /// holds exactly the values its own thread set.
     #[test]
@@ -973,12 +1053,8 @@ mod direct {
         let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NATIVE, &[0x7f, b'E', b'L', b'F', 0, 0, 0, 0], "");
         assert_eq!(r, ZE_RESULT_ERROR_INVALID_NATIVE_BINARY);
         assert!(log.contains("magic"), "{log}");
-        // Profiling, and options the virtual compiler does not take (weights separation), are refused
-        // with a reason.
+        // Options the virtual compiler does not take (weights separation) are refused with a reason.
         let m = models::fully_connected();
-        let (r, _, log) = n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&m), "--config PERF_COUNT=\"YES\"");
-        assert_ne!(r, ZE_RESULT_SUCCESS);
-        assert!(log.contains("profiling"), "{log}");
 
         let (r, _, log) =
             n.create(ZE_GRAPH_FORMAT_NGRAPH_LITE, &ngraph_lite(&m), "--config NPU_SEPARATE_WEIGHTS_VERSION=\"1\"");

@@ -805,6 +805,55 @@ pub const ZE_GRAPH_PROFILING_LAYER_LEVEL: u32 = 0x1;
 pub const ZE_GRAPH_PROFILING_TASK_LEVEL: u32 = 0x2;
 pub const ZE_GRAPH_PROFILING_RAW: u32 = 0x4;
 
+/// `ZE_MAX_GRAPH_PROFILING_LAYER_NAME`.
+pub const ZE_MAX_GRAPH_PROFILING_LAYER_NAME: usize = 256;
+/// `ZE_MAX_GRAPH_PROFILING_LAYER_TYPE`.
+pub const ZE_MAX_GRAPH_PROFILING_LAYER_TYPE: usize = 50;
+
+/// `ze_layer_status_t`.
+pub type ze_layer_status_t = u32;
+pub const ZE_LAYER_STATUS_NOT_RUN: u32 = 1;
+pub const ZE_LAYER_STATUS_OPTIMIZED_OUT: u32 = 2;
+pub const ZE_LAYER_STATUS_EXECUTED: u32 = 3;
+
+/// `ze_task_execute_type_t`.
+pub type ze_task_execute_type_t = u32;
+pub const ZE_TASK_EXECUTE_NONE: u32 = 0;
+pub const ZE_TASK_EXECUTE_DPU: u32 = 1;
+pub const ZE_TASK_EXECUTE_SW: u32 = 2;
+pub const ZE_TASK_EXECUTE_DMA: u32 = 3;
+
+/// `ze_profiling_layer_info` (one per layer of `ZE_GRAPH_PROFILING_LAYER_LEVEL` data).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ze_profiling_layer_info {
+    pub name: [c_char; ZE_MAX_GRAPH_PROFILING_LAYER_NAME],
+    pub layer_type: [c_char; ZE_MAX_GRAPH_PROFILING_LAYER_TYPE],
+    pub status: ze_layer_status_t,
+    pub start_time_ns: u64,
+    pub duration_ns: u64,
+    pub layer_id: u32,
+    pub fused_layer_id: u64,
+    pub dpu_ns: u64,
+    pub sw_ns: u64,
+    pub dma_ns: u64,
+}
+
+/// `ze_profiling_task_info` (one per task of `ZE_GRAPH_PROFILING_TASK_LEVEL` data).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ze_profiling_task_info {
+    pub name: [c_char; ZE_MAX_GRAPH_PROFILING_LAYER_NAME],
+    pub layer_type: [c_char; ZE_MAX_GRAPH_PROFILING_LAYER_TYPE],
+    pub exec_type: ze_task_execute_type_t,
+    pub start_time_ns: u64,
+    pub duration_ns: u64,
+    pub active_cycles: u32,
+    pub stall_cycles: u32,
+    pub task_id: u32,
+    pub parent_layer_id: u32,
+}
+
 /// `ze_device_profiling_data_properties_t`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -923,6 +972,12 @@ mod layout_tests {
         assert_eq!(graph_table_slots(ZE_GRAPH_EXT_VERSION_1_16), 31);
         assert_eq!(graph_table_slots(ZE_GRAPH_EXT_VERSION_1_5), 19);
         assert_eq!(size_of::<ze_mutable_graph_argument_exp_desc_t>(), 40);
+        // 306 bytes of names, then C alignment: status at 308, start at 312, fused_layer_id at 336.
+        assert_eq!(offset_of!(ze_profiling_layer_info, status), 308);
+        assert_eq!(offset_of!(ze_profiling_layer_info, fused_layer_id), 336);
+        assert_eq!(size_of::<ze_profiling_layer_info>(), 368);
+        assert_eq!(offset_of!(ze_profiling_task_info, start_time_ns), 312);
+        assert_eq!(size_of::<ze_profiling_task_info>(), 344);
         assert_eq!(size_of::<ze_external_memmap_sysmem_ext_desc_t>(), 32);
         assert_eq!(offset_of!(ze_device_graph_properties_t, compilerVersion), 20);
         assert_eq!(size_of::<ze_driver_extension_npu_ext_t>(), 40);

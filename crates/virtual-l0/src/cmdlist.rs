@@ -21,9 +21,13 @@ use std::time::{Duration, Instant};
 
 /// Something a `GraphExecute` command runs (implemented by the NPU module's graphs).
 pub trait GraphExecutable: Send + Sync {
-    /// Runs the graph with the recorded argument values.
-    fn execute(&self, args: &[ArgValue]) -> ze_result_t;
+    /// Runs the graph with the recorded argument values; a profiling execution writes its raw
+    /// profiling output into `profile`.
+    fn execute(&self, args: &[ArgValue], profile: Option<&ProfileOutput>) -> ze_result_t;
 }
+
+/// A profiling query's raw output buffer (`ZE_extension_profiling_data`).
+pub type ProfileOutput = Arc<Mutex<Vec<u8>>>;
 
 /// A graph argument's value: its memory and, when set, its element strides (innermost first, as
 /// `ze_graph_argument_value_strides_t.userStrides`).
@@ -102,6 +106,8 @@ pub enum Command {
         graph: Arc<dyn GraphExecutable>,
         /// argument values, patched by mutable-command-list updates
         args: Vec<ArgValue>,
+        /// the profiling query's output, for a profiling graph
+        profile: Option<ProfileOutput>,
     },
 }
 
@@ -644,7 +650,7 @@ fn run(driver: DriverKind, cmd: &Command) -> ze_result_t {
             unsafe { std::ptr::write_unaligned(*dst as *mut u64, now_ns()) };
             ZE_RESULT_SUCCESS
         }
-        Command::GraphExecute { graph, args } => graph.execute(args),
+        Command::GraphExecute { graph, args, profile } => graph.execute(args, profile.as_ref()),
         Command::ExecuteLists(lists) => {
             for &h in lists {
                 // SAFETY: validated at append; the application keeps the lists alive until the work
@@ -860,7 +866,7 @@ mod tests {
     use super::*;
     struct Sum(Arc<Mutex<Vec<usize>>>);
     impl GraphExecutable for Sum {
-        fn execute(&self, args: &[ArgValue]) -> ze_result_t {
+        fn execute(&self, args: &[ArgValue], _profile: Option<&ProfileOutput>) -> ze_result_t {
             self.0.lock().unwrap().push(args.iter().map(|a| a.ptr).sum());
             ZE_RESULT_SUCCESS
         }
@@ -877,7 +883,7 @@ mod tests {
         l.append(Command::Fill { dst: buf.as_mut_ptr() as usize, pattern: vec![1, 2], size: 5 });
         assert_eq!(l.next_command_id(), 1);
         let args = [1, 2].map(|p| ArgValue { ptr: p, strides: None }).to_vec();
-        l.append(Command::GraphExecute { graph: Arc::new(Sum(seen.clone())), args });
+        l.append(Command::GraphExecute { graph: Arc::new(Sum(seen.clone())), args, profile: None });
         l.close();
         assert_eq!(l.execute(), ZE_RESULT_SUCCESS);
         assert_eq!(buf, [1, 2, 1, 2, 1, 0, 0, 0]);

@@ -320,6 +320,54 @@ struct Handles {
     pool: Mutex<Vec<*mut ov::ov_infer_request_t>>,
 }
 
+/// One node's counters from an execution of a `PERF_COUNT` model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerTime {
+    pub name: String,
+    pub node_type: String,
+    pub exec_type: String,
+    /// 0 not run, 1 optimized out, 2 executed (`ov_profiling_info_t::Status`).
+    pub status: u8,
+    pub real_ns: u64,
+    pub cpu_ns: u64,
+}
+
+/// The per-node counters of the request's last inference.
+fn layer_times(req: *mut ov::ov_infer_request_t) -> Result<Vec<LayerTime>, String> {
+    // SAFETY: zero is a valid empty list.
+    let mut list: ov::ov_profiling_info_list_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid request after an inference; list is an out-parameter freed below.
+    check("ov_infer_request_get_profiling_info", unsafe { ov::ov_infer_request_get_profiling_info(req, &mut list) })?;
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: NUL-terminated strings owned by the list.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    let infos = if list.profiling_infos.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: the list holds `size` entries.
+        unsafe { std::slice::from_raw_parts(list.profiling_infos, list.size) }
+    };
+    let v = infos
+        .iter()
+        .map(|i| LayerTime {
+            name: text(i.node_name),
+            node_type: text(i.node_type),
+            exec_type: text(i.exec_type),
+            status: i.status as u8,
+            real_ns: i.real_time.max(0) as u64 * 1000,
+            cpu_ns: i.cpu_time.max(0) as u64 * 1000,
+        })
+        .collect();
+    // SAFETY: the list filled above, freed once.
+    unsafe { ov::ov_profiling_info_list_free(&mut list) };
+    Ok(v)
+}
+
 /// A model compiled for OpenVINO's CPU plugin.
 pub struct Compiled {
     h: Handles,
@@ -412,7 +460,7 @@ pub fn read_model(xml: &[u8], weights: &[u8]) -> Result<ReadModel, String> {
 }
 
 /// Applies the element-type conversions and compiles for the CPU plugin.
-pub fn compile(mut rm: ReadModel, conv: &Conversions) -> Result<Compiled, String> {
+pub fn compile(mut rm: ReadModel, conv: &Conversions, perf_count: bool) -> Result<Compiled, String> {
     let e = engine()?;
     let mut model = rm.model;
     if !conv.inputs.is_empty() || !conv.outputs.is_empty() {
@@ -424,7 +472,14 @@ pub fn compile(mut rm: ReadModel, conv: &Conversions) -> Result<Compiled, String
     let dev = CString::new("CPU").unwrap();
     // f32 inference on the CPU plugin (it may otherwise pick bf16/f16 on capable CPUs): the virtual NPU
     // computes what the model says, like OpenVINO's CPU reference.
-    let props = [ov::ov_property_t { key: c"INFERENCE_PRECISION_HINT".as_ptr(), value: c"f32".as_ptr().cast() }];
+    // PERF_COUNT for a profiling graph: the CPU plugin's per-node counters become its profiling data.
+    let props = [
+        ov::ov_property_t { key: c"INFERENCE_PRECISION_HINT".as_ptr(), value: c"f32".as_ptr().cast() },
+        ov::ov_property_t {
+            key: c"PERF_COUNT".as_ptr(),
+            value: if perf_count { c"YES" } else { c"NO" }.as_ptr().cast(),
+        },
+    ];
     let mut compiled = std::ptr::null_mut();
     // SAFETY: valid core and model; the properties point to static strings.
     check("compiling for OpenVINO's CPU plugin", unsafe {
@@ -514,6 +569,16 @@ impl Compiled {
     /// Runs one inference on the argument memory: `args` holds the inputs, then the outputs, as
     /// addresses of dense tensors of [`Compiled::inputs`] / [`Compiled::outputs`].
     pub fn infer(&self, args: &[usize]) -> Result<(), String> {
+        self.infer_with(args, false).map(drop)
+    }
+
+    /// [`infer`](Self::infer), returning the CPU plugin's per-node times of this execution (the
+    /// model must have been compiled with `perf_count`).
+    pub fn infer_profiled(&self, args: &[usize]) -> Result<Vec<LayerTime>, String> {
+        self.infer_with(args, true).map(Option::unwrap_or_default)
+    }
+
+    fn infer_with(&self, args: &[usize], profile: bool) -> Result<Option<Vec<LayerTime>>, String> {
         let n_in = self.inputs.len();
         if args.len() != n_in + self.outputs.len() {
             return Err(format!("{} arguments given, the graph has {}", args.len(), n_in + self.outputs.len()));
@@ -536,7 +601,7 @@ impl Compiled {
                 r
             }
         };
-        let result = self.run(req, args);
+        let result = self.run(req, args).and_then(|()| if profile { layer_times(req).map(Some) } else { Ok(None) });
         self.h.pool.lock().unwrap_or_else(|e| e.into_inner()).push(req);
         result
     }

@@ -100,6 +100,9 @@ pub struct Graph {
     pub context: usize,
     /// `ze_graph_properties_flags_t` as `pfnGetProperties3` reports them.
     pub props: u32,
+    /// Built with `PERF_COUNT=YES` (or `ZE_GRAPH_FLAG_ENABLE_PROFILING`): executions need a
+    /// profiling query and fill it.
+    pub profiling: bool,
 }
 
 impl Graph {
@@ -208,7 +211,7 @@ impl Graph {
 }
 
 impl GraphExecutable for Graph {
-    fn execute(&self, args: &[ArgValue]) -> ze_result_t {
+    fn execute(&self, args: &[ArgValue], profile: Option<&crate::cmdlist::ProfileOutput>) -> ze_result_t {
         if let Err((code, e)) = self.check_args(args) {
             eprintln!("[virtual NPU] graph execution refused: {e}");
             return code;
@@ -228,7 +231,15 @@ impl GraphExecutable for Graph {
                 staging.push((i, dense));
             }
         }
-        let result = self.compiled.infer(&ptrs);
+        let result = match profile.filter(|_| self.profiling) {
+            Some(out) => {
+                let start = crate::os::monotonic_ns();
+                self.compiled.infer_profiled(&ptrs).map(|layers| {
+                    *out.lock().unwrap_or_else(|e| e.into_inner()) = super::profiling::encode(&layers, start);
+                })
+            }
+            None => self.compiled.infer(&ptrs),
+        };
         if result.is_ok() {
             for (i, dense) in &mut staging {
                 let (arg, v) = (&self.args[*i], args[*i]);
@@ -337,10 +348,7 @@ fn resolve_key(key: &str, names: &[(String, Vec<String>)]) -> Option<usize> {
 }
 
 /// Builds a graph from a validated descriptor. Errors are build-log text.
-fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_flags: u32) -> Result<Graph, String> {
-    if create_flags & ZE_GRAPH_FLAG_ENABLE_PROFILING != 0 {
-        return Err("profiling (ZE_GRAPH_FLAG_ENABLE_PROFILING) is not supported by the virtual NPU".into());
-    }
+fn build(context: usize, format_: u32, data: &[u8], build_flags: &str) -> Result<Graph, String> {
     let (ir_in, flags_text) = match format_ {
         ZE_GRAPH_FORMAT_NGRAPH_LITE => (format::parse_ngraph_lite(data)?, build_flags.to_string()),
         ZE_GRAPH_FORMAT_NATIVE => format::parse_native(data)?,
@@ -351,10 +359,8 @@ fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_fl
         if !COMPILER_OPTIONS.contains(&k.as_str()) {
             return Err(format!("compiler option {k}={v:?} is not supported by the virtual NPU's compiler"));
         }
-        if k == "PERF_COUNT" && truthy(v) {
-            return Err("PERF_COUNT=YES: profiling is not supported by the virtual NPU".into());
-        }
     }
+    let profiling = flags.config.get("PERF_COUNT").is_some_and(|v| truthy(v));
     let xml = std::str::from_utf8(&ir_in.xml).map_err(|_| "the IR XML is not valid UTF-8".to_string())?;
     let summary = ir::summarize(xml)?;
     if !summary.stateful_ops.is_empty() {
@@ -478,7 +484,7 @@ fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_fl
 
     let network_in: Vec<Elem> = rm.inputs.iter().map(|p| p.elem).collect();
     let network_out: Vec<Elem> = rm.outputs.iter().map(|p| p.elem).collect();
-    let compiled = engine::compile(rm, &conv)?;
+    let compiled = engine::compile(rm, &conv, profiling)?;
 
     // `NPU_ENABLE_STRIDES_FOR`: the arguments (by Parameter or Result name) the compiler makes
     // stride-capable. **Inferred**: only on NPU 40xx+ (the driver's own suite skips strides on 37xx).
@@ -538,7 +544,8 @@ fn build(context: usize, format_: u32, data: &[u8], build_flags: &str, create_fl
         compiled,
         pending: Mutex::new(Pending { global: vec![ArgValue::default(); n], per_thread: HashMap::new() }),
         context,
-        props: 0,
+        props: if profiling { ZE_GRAPH_PROPERTIES_FLAG_PROFILING_ENABLED } else { 0 },
+        profiling,
     })
 }
 
@@ -632,6 +639,14 @@ unsafe fn create_graph(
         "npu graph create: format {format_:#x}, {input_size} bytes, flags {create_flags:#x}, build flags {flags:?}"
     ));
     let ctx = h_context as usize;
+    // `Graph::addDeviceConfigToBuildFlags`: the profiling flag becomes a compiler option of the IR.
+    let mut flags = flags;
+    if format_ == ZE_GRAPH_FORMAT_NGRAPH_LITE && create_flags & ZE_GRAPH_FLAG_ENABLE_PROFILING != 0 {
+        if !flags.contains("--config") {
+            flags.push_str(" --config");
+        }
+        flags.push_str(" PERF_COUNT=\"YES\"");
+    }
     // linux-npu-driver 1.32.1 `graph.cpp` `getBlobContainerNGraphLite`: IR graphs go through the
     // disk cache unless the caller disables it.
     let key = if format_ == ZE_GRAPH_FORMAT_NGRAPH_LITE && create_flags & ZE_GRAPH_FLAG_DISABLE_CACHING == 0 {
@@ -642,12 +657,12 @@ unsafe fn create_graph(
     };
     let (result, status) = match key.as_deref().and_then(cache::get) {
         Some(blob) => {
-            let g = build(ctx, ZE_GRAPH_FORMAT_NATIVE, &blob, "", create_flags)
-                .map(|g| Graph { props: ZE_GRAPH_PROPERTIES_FLAG_LOADED_FROM_CACHE, ..g });
+            let g = build(ctx, ZE_GRAPH_FORMAT_NATIVE, &blob, "")
+                .map(|g| Graph { props: g.props | ZE_GRAPH_PROPERTIES_FLAG_LOADED_FROM_CACHE, ..g });
             (g, CACHE_FOUND)
         }
         None => {
-            let g = build(ctx, format_, data, &flags, create_flags).map(|g| {
+            let g = build(ctx, format_, data, &flags).map(|g| {
                 let props = if format_ == ZE_GRAPH_FORMAT_NATIVE {
                     // A compiled blob always has its own memory; a native one only when imported.
                     if native_blob_imported(ctx, create_flags, data) {
@@ -658,7 +673,7 @@ unsafe fn create_graph(
                 } else {
                     ZE_GRAPH_PROPERTIES_FLAG_COMPILED
                 };
-                Graph { props, ..g }
+                Graph { props: g.props | props, ..g }
             });
             let status = match (&g, key.as_deref()) {
                 (Ok(g), Some(k)) => {
@@ -1114,15 +1129,22 @@ unsafe extern "C" fn pfnAppendGraphExecute(
         same_driver(DriverKind::Npu, list)?;
         // SAFETY: handle validation.
         let g = unsafe { graph_from(hGraph) }?;
-        if !hProfilingQuery.is_null() {
-            return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
-        }
+        // `CommandList::appendGraphExecute`: a profiling graph needs a query; another ignores it.
+        let profile = if g.graph.profiling {
+            if hProfilingQuery.is_null() {
+                return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+            }
+            // SAFETY: handle validation.
+            Some(unsafe { super::profiling::query_from(hProfilingQuery) }?.raw.clone())
+        } else {
+            None
+        };
         // SAFETY: caller-provided event handles.
         let (signal, waits) = unsafe { collect_events(DriverKind::Npu, hSignalEvent, numWaitEvents, phWaitEvents) }?;
         let args = g.graph.snapshot();
         g.graph.check_args_at_append(&args)?;
         let graph: Arc<dyn GraphExecutable> = g.graph.clone();
-        let r = list.append_with_events(Command::GraphExecute { graph, args }, signal, waits);
+        let r = list.append_with_events(Command::GraphExecute { graph, args, profile }, signal, waits);
         if r == ZE_RESULT_SUCCESS {
             Ok(())
         } else {

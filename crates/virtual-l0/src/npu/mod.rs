@@ -22,11 +22,12 @@ pub mod format;
 pub mod graph;
 pub mod ir;
 pub mod private;
+pub mod profiling;
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_void, CStr};
 
 use crate::export::{guard, input, out, ZeResult};
-use crate::objects::{context_from, device_in, driver_from, queue_from, same_driver, DriverKind};
+use crate::objects::{context_from, driver_from, queue_from, same_driver, DriverKind};
 use crate::sys::npu::*;
 use crate::sys::*;
 
@@ -102,7 +103,7 @@ pub fn extension_function_address(name: &CStr) -> Option<*mut c_void> {
         b"ZE_extension_driver_npu" if driver_npu_ext() => Some(table_ptr(&DRIVER_NPU_TABLE)),
         b"ZE_extension_command_queue_npu" => Some(table_ptr(&COMMAND_QUEUE_NPU_TABLE)),
         b"ZE_extension_context_npu" => Some(table_ptr(&CONTEXT_NPU_TABLE)),
-        b"ZE_extension_profiling_data" => Some(table_ptr(&PROFILING_TABLE)),
+        b"ZE_extension_profiling_data" => Some(table_ptr(&profiling::PROFILING_TABLE)),
         _ => private::function_address(name),
     }
 }
@@ -208,70 +209,6 @@ unsafe extern "C" fn pfnContextReleaseMemory(hContext: ze_context_handle_t) -> z
 pub static CONTEXT_NPU_TABLE: ze_context_npu_dditable_ext_t = ze_context_npu_dditable_ext_t {
     pfnSetProperties: Some(pfnContextSetProperties),
     pfnReleaseMemory: Some(pfnContextReleaseMemory),
-};
-
-// ---------------------------------------------------------------------------------------------------------
-// ZE_extension_profiling_data (not implemented: every entry but the properties query is UNSUPPORTED)
-// ---------------------------------------------------------------------------------------------------------
-
-unsafe extern "C" fn pfnProfilingPoolCreate(
-    _g: ze_graph_handle_t,
-    _n: u32,
-    _p: *mut ze_graph_profiling_pool_handle_t,
-) -> ze_result_t {
-    guard("pfnProfilingPoolCreate", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
-}
-unsafe extern "C" fn pfnProfilingPoolDestroy(_p: ze_graph_profiling_pool_handle_t) -> ze_result_t {
-    guard("pfnProfilingPoolDestroy", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
-}
-unsafe extern "C" fn pfnProfilingQueryCreate(
-    _p: ze_graph_profiling_pool_handle_t,
-    _i: u32,
-    _q: *mut ze_graph_profiling_query_handle_t,
-) -> ze_result_t {
-    guard("pfnProfilingQueryCreate", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
-}
-unsafe extern "C" fn pfnProfilingQueryDestroy(_q: ze_graph_profiling_query_handle_t) -> ze_result_t {
-    guard("pfnProfilingQueryDestroy", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
-}
-unsafe extern "C" fn pfnProfilingQueryGetData(
-    _q: ze_graph_profiling_query_handle_t,
-    _t: ze_graph_profiling_type_t,
-    _s: *mut u32,
-    _d: *mut u8,
-) -> ze_result_t {
-    guard("pfnProfilingQueryGetData", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
-}
-unsafe extern "C" fn pfnDeviceGetProfilingDataProperties(
-    hDevice: ze_device_handle_t,
-    p: *mut ze_device_profiling_data_properties_t,
-) -> ze_result_t {
-    guard("pfnDeviceGetProfilingDataProperties", || -> ZeResult {
-        // SAFETY: handle validation.
-        unsafe { device_in(DriverKind::Npu, hDevice) }?;
-        // SAFETY: caller-provided out-parameter.
-        let p = unsafe { out(p) }?;
-        p.extensionVersion = ZE_PROFILING_DATA_EXT_VERSION_1_0;
-        Ok(())
-    })
-}
-unsafe extern "C" fn pfnProfilingLogGetString(
-    _q: ze_graph_profiling_query_handle_t,
-    _s: *mut u32,
-    _l: *mut c_char,
-) -> ze_result_t {
-    guard("pfnProfilingLogGetString", || ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
-}
-
-/// The `ZE_extension_profiling_data` table (1.0).
-pub static PROFILING_TABLE: ze_graph_profiling_dditable_ext_t = ze_graph_profiling_dditable_ext_t {
-    pfnProfilingPoolCreate: Some(pfnProfilingPoolCreate),
-    pfnProfilingPoolDestroy: Some(pfnProfilingPoolDestroy),
-    pfnProfilingQueryCreate: Some(pfnProfilingQueryCreate),
-    pfnProfilingQueryDestroy: Some(pfnProfilingQueryDestroy),
-    pfnProfilingQueryGetData: Some(pfnProfilingQueryGetData),
-    pfnDeviceGetProfilingDataProperties: Some(pfnDeviceGetProfilingDataProperties),
-    pfnProfilingLogGetString: Some(pfnProfilingLogGetString),
 };
 
 #[cfg(test)]
