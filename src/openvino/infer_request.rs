@@ -1,7 +1,6 @@
 //! `InferRequest`: runs a compiled model, and keeps the tensors bound to it alive.
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::ffi::CString;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -38,7 +37,41 @@ impl sealed::Sealed for RemoteTensor {
 }
 impl Bindable for RemoteTensor {}
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// The tensors bound to ports, with whether the inference writes each. A few ports per model: a
+/// vector searched in order costs less per bind and inference than hashing the port.
+#[derive(Default)]
+struct Bindings(Vec<(Port, (Arc<TensorHandle>, bool))>);
+
+impl Bindings {
+    fn get(&self, port: &Port) -> Option<&(Arc<TensorHandle>, bool)> {
+        self.0.iter().find(|(p, _)| p == port).map(|(_, b)| b)
+    }
+
+    /// Binds `port`, returning what it held.
+    fn insert(&mut self, port: Port, value: (Arc<TensorHandle>, bool)) -> Option<(Arc<TensorHandle>, bool)> {
+        match self.0.iter_mut().find(|(p, _)| *p == port) {
+            Some((_, b)) => Some(std::mem::replace(b, value)),
+            None => {
+                self.0.push((port, value));
+                None
+            }
+        }
+    }
+
+    fn values(&self) -> impl Iterator<Item = &(Arc<TensorHandle>, bool)> {
+        self.0.iter().map(|(_, b)| b)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&Port, &(Arc<TensorHandle>, bool))> {
+        self.0.iter().map(|(p, b)| (p, b))
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Port {
     Input(usize),
     Output(usize),
@@ -81,7 +114,7 @@ pub struct InferRequest {
     // Fields drop in this order after Drop::drop has freed the request: tensors first, then the
     // compiled model (OpenVINO's recommended teardown order).
     /// Each bound tensor, and whether inferences write into it (outputs).
-    bound: HashMap<Port, (Arc<TensorHandle>, bool)>,
+    bound: Bindings,
     /// Replaced bindings, released after the next successful inference.
     retired: Vec<Arc<TensorHandle>>,
     /// The tensors marked in use by the running asynchronous inference.
@@ -107,7 +140,7 @@ impl InferRequest {
             model,
             inputs: Vec::new(),
             outputs: Vec::new(),
-            bound: HashMap::new(),
+            bound: Bindings::default(),
             retired: Vec::new(),
             running: None,
             _not_sync: PhantomData,
@@ -334,7 +367,7 @@ impl InferRequest {
     fn begin(&self) -> Result<Vec<(Arc<TensorHandle>, bool)>> {
         // One entry per tensor: a tensor bound to an input and an output is written.
         let mut used: Vec<(Arc<TensorHandle>, bool, &Port)> = Vec::with_capacity(self.bound.len());
-        for (port, (h, writes)) in &self.bound {
+        for (port, (h, writes)) in self.bound.iter() {
             match used.iter_mut().find(|(u, _, _)| Arc::ptr_eq(u, h)) {
                 Some(u) => u.1 |= *writes,
                 None => used.push((h.clone(), *writes, port)),

@@ -1,21 +1,23 @@
 //! Static tensor shapes.
 
 use std::fmt;
+use std::sync::Arc;
 
 use openvino_sys as sys;
 
 use crate::error::{Error, Result};
 
 /// A static shape: one extent per dimension (`[1, 3, 224, 224]`). A rank-0 shape is a scalar.
+/// Shared, so a clone (every tensor a pool hands out carries one) allocates nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Shape {
-    dims: Vec<usize>,
+    dims: Arc<[usize]>,
 }
 
 impl Shape {
     /// A shape with these extents.
     pub fn new(dims: &[usize]) -> Shape {
-        Shape { dims: dims.to_vec() }
+        Shape { dims: Arc::from(dims) }
     }
 
     /// The extents.
@@ -53,7 +55,7 @@ impl Shape {
     /// # Safety
     /// `shape` was filled by a successful OpenVINO call and is not freed elsewhere.
     pub(crate) unsafe fn take_sys(mut shape: sys::ov_shape_t) -> Shape {
-        let dims = if shape.dims.is_null() || shape.rank <= 0 {
+        let dims: Vec<usize> = if shape.dims.is_null() || shape.rank <= 0 {
             Vec::new()
         } else {
             // SAFETY: OpenVINO allocated `rank` dimensions at `dims` (caller's contract).
@@ -64,7 +66,7 @@ impl Shape {
         };
         // SAFETY: the shape was allocated by OpenVINO and is freed exactly once, here.
         unsafe { sys::ov_shape_free(&mut shape) };
-        Shape { dims }
+        Shape { dims: dims.into() }
     }
 }
 
@@ -88,7 +90,7 @@ impl<const N: usize> From<[usize; N]> for Shape {
 
 impl From<Vec<usize>> for Shape {
     fn from(dims: Vec<usize>) -> Self {
-        Shape { dims }
+        Shape { dims: dims.into() }
     }
 }
 
