@@ -252,6 +252,8 @@ pub struct CommandQueue {
     pub flags: u32,
     /// `ze_command_queue_mode_t`
     pub mode: u32,
+    /// the context it was created on
+    pub context: usize,
     /// submissions still running (on other threads): `zeCommandQueueSynchronize` waits for them
     pub inflight: Arc<InFlight>,
     /// submissions that wait for events not yet signalled, run in order on the queue's own thread

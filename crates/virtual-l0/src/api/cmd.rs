@@ -162,6 +162,7 @@ ze_api! {
                 priority: d.priority,
                 flags: d.flags,
                 mode: d.mode,
+                context: ctx as usize,
                 inflight: Default::default(),
                 deferred: Default::default(),
             },
@@ -268,7 +269,13 @@ ze_api! {
     fn zeCommandQueueSynchronize(q: ze_command_queue_handle_t, timeout: u64) {
         // SAFETY: handle validated.
         let q = unsafe { queue_from(q) }?;
-        Ok(if q.inflight.wait_idle(timeout) { ZE_RESULT_SUCCESS } else { ZE_RESULT_NOT_READY })
+        if !q.inflight.wait_idle(timeout) {
+            return Ok(ZE_RESULT_NOT_READY);
+        }
+        if q.driver() == objects::DriverKind::Npu {
+            crate::npu::idle::set_idle(q.context);
+        }
+        Ok(ZE_RESULT_SUCCESS)
     }
     fn zeCommandQueueGetOrdinal(q: ze_command_queue_handle_t, o: *mut u32) {
         // SAFETY: handle validated; out-parameter from the caller.
@@ -350,7 +357,13 @@ ze_api! {
     fn zeCommandListHostSynchronize(l: ze_command_list_handle_t, timeout: u64) {
         // SAFETY: handle validated.
         let l = unsafe { command_list_from(l) }?;
-        Ok(if l.wait_idle(timeout) { ZE_RESULT_SUCCESS } else { ZE_RESULT_NOT_READY })
+        if !l.wait_idle(timeout) {
+            return Ok(ZE_RESULT_NOT_READY);
+        }
+        if l.driver() == objects::DriverKind::Npu {
+            crate::npu::idle::set_idle(l.context);
+        }
+        Ok(ZE_RESULT_SUCCESS)
     }
     fn zeCommandListGetDeviceHandle(l: ze_command_list_handle_t, o: *mut ze_device_handle_t) {
         // SAFETY: handle validated.
@@ -656,7 +669,18 @@ ze_api! {
     fn zeFenceHostSynchronize(f: ze_fence_handle_t, timeout: u64) {
         // SAFETY: handle validated.
         let f = unsafe { fence_from(f) }?;
-        Ok(if f.state.wait(timeout) { ZE_RESULT_SUCCESS } else { ZE_RESULT_NOT_READY })
+        if !f.state.wait(timeout) {
+            return Ok(ZE_RESULT_NOT_READY);
+        }
+        // The NPU driver's fence synchronization goes through its queue's, which marks the context
+        // idle (`cmdqueue.cpp`).
+        if f.driver() == objects::DriverKind::Npu {
+            // SAFETY: the queue handle is looked up in the live-object set, never read if destroyed.
+            if let Ok(q) = unsafe { queue_from(f.queue as ze_command_queue_handle_t) } {
+                crate::npu::idle::set_idle(q.context);
+            }
+        }
+        Ok(ZE_RESULT_SUCCESS)
     }
     fn zeFenceQueryStatus(f: ze_fence_handle_t) {
         // SAFETY: handle validated.

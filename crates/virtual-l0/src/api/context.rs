@@ -26,6 +26,9 @@ unsafe fn create(
         }
     }
     *o = objects::create::<Context, _>(kind, Context { devices });
+    if kind == objects::DriverKind::Npu {
+        crate::npu::idle::reset(*o as usize);
+    }
     Ok(())
 }
 

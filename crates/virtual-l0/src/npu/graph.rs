@@ -216,6 +216,7 @@ impl GraphExecutable for Graph {
             eprintln!("[virtual NPU] graph execution refused: {e}");
             return code;
         }
+        super::idle::busy(self.context);
         // Strided arguments go through dense staging buffers: the engine reads and writes dense
         // tensors (the NPU's DMA does the gathering on hardware).
         let mut staging: Vec<(usize, Vec<u8>)> = Vec::new();
@@ -1423,7 +1424,8 @@ unsafe extern "C" fn pfnQueryContextMemory(
                 let ctx = hContext as usize;
                 q.total = crate::memory::total_ram();
                 q.allocated = (crate::memory::allocated_in(DriverKind::Npu, ctx)
-                    + crate::cmdlist::npu_command_buffer_bytes(ctx)) as u64;
+                    + crate::cmdlist::npu_command_buffer_bytes(ctx)
+                    + super::idle::cached_bytes(ctx)) as u64;
             }
             ZE_GRAPH_QUERY_MEMORY_DRIVER_CACHE | ZE_GRAPH_QUERY_MEMORY_PROGRAM_CACHE => {
                 q.allocated = super::cache::size() as u64;

@@ -20,6 +20,7 @@ pub mod cache;
 pub mod engine;
 pub mod format;
 pub mod graph;
+pub mod idle;
 pub mod ir;
 pub mod private;
 pub mod profiling;
@@ -192,7 +193,8 @@ unsafe extern "C" fn pfnContextSetProperties(
         // SAFETY: handle validation.
         same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
         // SAFETY: caller-provided structure.
-        unsafe { input(props as *const ze_context_properties_npu_ext_t) }?;
+        let p = unsafe { input(props as *const ze_context_properties_npu_ext_t) }?;
+        idle::set_cleaner(hContext as usize, p.options & ZE_NPU_CONTEXT_OPTION_IDLE_OPTIMIZATIONS != 0);
         Ok(())
     })
 }
@@ -201,6 +203,7 @@ unsafe extern "C" fn pfnContextReleaseMemory(hContext: ze_context_handle_t) -> z
     guard("pfnContextReleaseMemory", || -> ZeResult {
         // SAFETY: handle validation.
         same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
+        idle::release(hContext as usize);
         Ok(())
     })
 }

@@ -65,15 +65,15 @@ unsafe extern "C" fn zexDiskCacheGetDirectory(path: *mut c_char, len: *mut usize
     })
 }
 
-/// Stored and accepted; the idle pruning it times is not modelled (the platform keeps no
-/// preemption or scratch buffers to prune).
-unsafe extern "C" fn zexContextSetIdlePruningTimeout(hContext: ze_context_handle_t, _timeout_ms: u64) -> ze_result_t {
+/// The idle time after which the context's cached buffers are pruned (see [`super::idle`]).
+unsafe extern "C" fn zexContextSetIdlePruningTimeout(hContext: ze_context_handle_t, timeout_ms: u64) -> ze_result_t {
     guard("zexContextSetIdlePruningTimeout", || {
         if hContext.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
         }
         // SAFETY: handle validation.
         same_driver(DriverKind::Npu, unsafe { context_from(hContext) }?)?;
+        super::idle::set_timeout(hContext as usize, timeout_ms);
         Ok(())
     })
 }
