@@ -218,10 +218,14 @@ fn report(
         s,
         "Model: `testkit::models::scale` (one f32 Multiply, work proportional to size), input and output of the \
          given size. Paths: {}. Ratio = the median over rounds of (path ÷ floor) per round, the floor being the \
-         L0 host tensor (the plugin's own memory, no copy, no import) at the same size, same process, same round. `memcpy` is this machine's single-core copy of the input \
+         L0 host tensor (the plugin's own memory, no copy, no import) at the same size, same process, same round. \
+         Every buffer and request of a size is made afresh {} times and the rounds of all are pooled: where a \
+         buffer lands (cache sets, TLB reach) moves one allocation's time by up to 14% at 1 and 16 MiB, even \
+         between two identical L0 host tensors. `memcpy` is this machine's single-core copy of the input \
          bytes, measured in the same rounds; *copy ÷ memcpy* = (copied path − floor) ÷ memcpy: what the plugin's \
          copy costs against the physical limit of what zero-copy saves. Sizes: {} to {}{}.\n",
         sweep::PATHS[..8].iter().map(|p| format!("*{}*", sweep::label(p))).collect::<Vec<_>>().join(", "),
+        sweep::PLACEMENTS,
         size_label(sizes[0]),
         size_label(*sizes.last().unwrap_or(&0)),
         if a.max_bytes < 256 << 20 { " (limited with --max-bytes)" } else { "" }

@@ -156,7 +156,7 @@ pub fn parse(line: &str) -> Option<Row> {
 }
 
 /// How many fresh placements each size is measured over.
-const PLACEMENTS: usize = 7;
+pub const PLACEMENTS: usize = 7;
 
 /// One size's model and inputs; `measure` makes every path's buffers and requests afresh.
 struct Placement<'e> {
