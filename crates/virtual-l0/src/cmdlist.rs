@@ -594,8 +594,24 @@ pub unsafe fn collect_events(
     Ok((signal, v))
 }
 
+/// Whether the GPU may touch a range: a read-only or inaccessible virtual-memory range faults on
+/// the GPU, which the driver reports as a lost device (**inferred** from the read-only bind
+/// compute-runtime makes; the platform must never fault the process instead).
+fn gpu_may(ptr: usize, len: usize, write: bool) -> bool {
+    #[cfg(unix)]
+    return crate::api::virtual_mem::gpu_may_access(ptr, len, write);
+    #[cfg(windows)]
+    return crate::api::virtual_mem_windows::gpu_may_access(ptr, len, write);
+}
+
 fn run(driver: DriverKind, cmd: &Command) -> ze_result_t {
+    let faults = |dst: usize, src: Option<usize>, len: usize| {
+        driver == DriverKind::Gpu && (!gpu_may(dst, len, true) || src.is_some_and(|s| !gpu_may(s, len, false)))
+    };
     match cmd {
+        Command::Copy { dst, src, size } if faults(*dst, Some(*src), *size) => ZE_RESULT_ERROR_DEVICE_LOST,
+        Command::Fill { dst, size, .. } if faults(*dst, None, *size) => ZE_RESULT_ERROR_DEVICE_LOST,
+        Command::WriteTimestamp { dst } if faults(*dst, None, 8) => ZE_RESULT_ERROR_DEVICE_LOST,
         Command::Copy { dst, src, size } => {
             if *size > 0 {
                 // SAFETY: the application guarantees both ranges are valid (L0 contract); they may overlap.

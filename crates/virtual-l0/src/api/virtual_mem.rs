@@ -86,6 +86,22 @@ fn prot(access: ze_memory_access_attribute_t) -> libc::c_int {
     }
 }
 
+/// Whether the GPU may read (or, with `write`, write) `[ptr, ptr + len)` as far as virtual-memory
+/// reservations go: a range in a reservation mapped with `NONE` (or `READONLY`, for a write) is not
+/// (compute-runtime binds the range with the reservation's flags, `mapPhysicalDeviceMemoryToVirtualMemory`);
+/// memory outside every reservation is not this module's to judge.
+pub fn gpu_may_access(ptr: usize, len: usize, write: bool) -> bool {
+    let mut rs = reservations();
+    match containing(&mut rs, ptr, len.max(1)) {
+        Some((_, r)) => match r.access {
+            ZE_MEMORY_ACCESS_ATTRIBUTE_READWRITE => true,
+            ZE_MEMORY_ACCESS_ATTRIBUTE_READONLY => !write,
+            _ => false,
+        },
+        None => true,
+    }
+}
+
 fn valid_access(access: ze_memory_access_attribute_t) -> ZeResult {
     match access {
         ZE_MEMORY_ACCESS_ATTRIBUTE_NONE
@@ -188,8 +204,14 @@ ze_api! {
     /// (`ALLOCATE_ON_HOST`) in multiples of 4 KiB, else `UNSUPPORTED_SIZE`.
     fn zePhysicalMemCreate(ctx: ze_context_handle_t, dev: ze_device_handle_t, desc: *mut ze_physical_mem_desc_t, o: *mut ze_physical_mem_handle_t) {
         // SAFETY: handles validated; descriptor and out-parameter from the caller.
-        let (d, o) = unsafe { gpu_context(ctx)?; device_in(DriverKind::Gpu, dev)?; (input(desc as *const ze_physical_mem_desc_t)?, out(o)?) };
+        let (d, o) = unsafe { gpu_context(ctx)?; (input(desc as *const ze_physical_mem_desc_t)?, out(o)?) };
         let on_host = d.flags & ZE_PHYSICAL_MEM_FLAG_ALLOCATE_ON_HOST != 0;
+        // Host physical memory does not use the device (`Context::createPhysicalMem` reads it only
+        // for device memory), so a NULL device is accepted there.
+        if !(on_host && dev.is_null()) {
+            // SAFETY: handle validated.
+            unsafe { device_in(DriverKind::Gpu, dev) }?;
+        }
         let ok_size = if on_host { d.size % 4096 == 0 } else { page_aligned(d.size) == d.size };
         if d.size == 0 || !ok_size {
             return Err(ZE_RESULT_ERROR_UNSUPPORTED_SIZE);

@@ -7,3 +7,8 @@ ze_unsupported! {
     zeVirtualMemMap zeVirtualMemUnmap zeVirtualMemSetAccessAttribute zeVirtualMemGetAccessAttribute
     zeMemSetAtomicAccessAttributeExp zeMemGetAtomicAccessAttributeExp
 }
+
+/// No reservations on Windows: nothing to refuse.
+pub fn gpu_may_access(_ptr: usize, _len: usize, _write: bool) -> bool {
+    true
+}

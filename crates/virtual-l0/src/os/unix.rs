@@ -60,12 +60,13 @@ pub fn stat(h: Raw) -> Option<(Ident, u64)> {
     (unsafe { libc::fstat(h, &mut st) } == 0).then_some(((st.st_dev, st.st_ino), st.st_size as u64))
 }
 
-/// Whether `h` (of buffer `ident`) is a real dma-buf (`/proc/self/fd` link), beside the buffers
-/// this platform created itself.
+/// Whether `h` (of buffer `ident`) is a dma-buf this process did not export: a real one, or one
+/// this platform made in another process and passed over (its memfds are named `vl0-dmabuf`), as
+/// a real dma-buf crosses processes (`/proc/self/fd` link).
 pub fn is_foreign_shareable(h: Raw, _ident: Ident) -> bool {
     std::fs::read_link(format!("/proc/self/fd/{h}")).is_ok_and(|t| {
         let t = t.to_string_lossy();
-        t.starts_with("/dmabuf:") || t.starts_with("anon_inode:dmabuf")
+        t.starts_with("/dmabuf:") || t.starts_with("anon_inode:dmabuf") || t.starts_with("/memfd:vl0-dmabuf")
     })
 }
 
