@@ -123,8 +123,8 @@ fn npu_memory(on: On, ptr: *const c_void, size: usize, err: ze_result_t) -> ZeRe
     if on.driver != objects::DriverKind::Npu {
         return Ok(());
     }
-    match crate::memory::lookup(on.driver, ptr) {
-        Some(i) if i.context == on.context && (ptr as usize).saturating_add(size) <= i.base + i.size.max(1) => Ok(()),
+    match crate::memory::lookup_in(on.driver, on.context, ptr) {
+        Some(i) if (ptr as usize).saturating_add(size) <= i.base + i.size.max(1) => Ok(()),
         _ => Err(err),
     }
 }

@@ -139,41 +139,50 @@ impl Graph {
     /// lie inside an allocation or import of the NPU driver, with room for the whole tensor. Counts the
     /// arguments that are imports (`npu.graph_args.dma_buf` — `nt_handle` on Windows — and `npu.graph_args.sysmem`): those
     /// executions read or wrote the producer's memory itself.
+    /// The allocation behind argument `i` (`v`), or why there is none: never set, not memory of
+    /// the graph's context, or too small for the tensor (as its strides lay it out).
+    fn resolve(&self, i: usize, v: &ArgValue) -> Result<crate::memory::AllocInfo, String> {
+        let (a, arg) = (v.ptr, &self.args[i]);
+        if a == 0 {
+            return Err(format!("graph argument {i} ({:?}) was never set", arg.name));
+        }
+        let info = crate::memory::lookup_in(DriverKind::Npu, self.context, a as *const c_void).ok_or_else(|| {
+            format!(
+                "graph argument {i} ({:?}) at {a:#x} is not memory of the graph's NPU context (allocate or import it first)",
+                arg.name
+            )
+        })?;
+        let bytes = arg.extent(v.strides);
+        if a + bytes > info.base + info.size {
+            return Err(format!(
+                "graph argument {i} ({:?}) needs {bytes} bytes at {a:#x} but its allocation ends at {:#x}",
+                arg.name,
+                info.base + info.size
+            ));
+        }
+        Ok(info)
+    }
+
     /// At append, the driver resolves every argument to a buffer object of the graph's context with
     /// room for the tensor, or refuses the command with UNINITIALIZED (linux-npu-driver 1.32.1
     /// `elf_parser.cpp` `applyInputOutputs` through `createInferenceExecuteCommand`).
     fn check_args_at_append(&self, args: &[ArgValue]) -> ZeResult {
-        for (v, arg) in args.iter().zip(&self.args) {
-            let a = v.ptr;
-            let bytes = arg.extent(v.strides);
-            match crate::memory::lookup_in(DriverKind::Npu, self.context, a as *const c_void) {
-                Some(info) if a != 0 && a + bytes <= info.base + info.size => {}
-                _ => {
-                    trace(format_args!("npu graph execute: argument {:?} at {a:#x} is not resolvable", arg.name));
-                    return Err(ZE_RESULT_ERROR_UNINITIALIZED);
-                }
-            }
+        for (i, v) in args.iter().enumerate() {
+            self.resolve(i, v).map_err(|e| {
+                trace(format_args!("npu graph execute: {e}"));
+                ZE_RESULT_ERROR_UNINITIALIZED
+            })?;
         }
         Ok(())
     }
 
     /// At execution (arguments may have been updated through a mutable command list since).
     fn check_args(&self, args: &[ArgValue]) -> Result<(), (ze_result_t, String)> {
-        let refuse = |e: String| (ZE_RESULT_ERROR_INVALID_ARGUMENT, e);
         let mut fd = 0;
         let mut sys = 0;
         for (i, (v, arg)) in args.iter().zip(&self.args).enumerate() {
             let a = v.ptr;
-            if a == 0 {
-                return Err(refuse(format!("graph argument {i} ({:?}) was never set", arg.name)));
-            }
-            let bytes = arg.extent(v.strides);
-            let info = crate::memory::lookup_in(DriverKind::Npu, self.context, a as *const c_void).ok_or_else(|| {
-                refuse(format!(
-                    "graph argument {i} ({:?}) at {a:#x} is not memory of the graph's NPU context (allocate or import it first)",
-                    arg.name
-                ))
-            })?;
+            let info = self.resolve(i, v).map_err(|e| (ZE_RESULT_ERROR_INVALID_ARGUMENT, e))?;
             // Inferred from the kernel: the job's MMU access faults and the job fails.
             if info.poisoned {
                 return Err((ZE_RESULT_ERROR_UNKNOWN, format!(
@@ -185,13 +194,6 @@ impl Graph {
                 return Err((ZE_RESULT_ERROR_DEVICE_LOST, format!(
                     "graph output {i} ({:?}) at {a:#x} is read-only for the NPU (imported write-combined, as OpenVINO imports TensorType::Input memory): the NPU's write faults",
                     arg.name
-                )));
-            }
-            if a + bytes > info.base + info.size {
-                return Err(refuse(format!(
-                    "graph argument {i} ({:?}) needs {bytes} bytes at {a:#x} but its allocation ends at {:#x}",
-                    arg.name,
-                    info.base + info.size
                 )));
             }
             match info.origin {
