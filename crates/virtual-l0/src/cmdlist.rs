@@ -12,6 +12,7 @@
 //! command is its index in the list ([`CommandList::next_command_id`]); [`CommandList::update_graph_argument`]
 //! patches `args[arg_index]` of a recorded `GraphExecute`.
 use crate::export::{now_ns, ZeResult};
+use crate::ipc::{EventPoolMemory, EventSlot};
 use crate::objects::{event_from, same_driver, DriverKind, Kind};
 use crate::sys::*;
 use std::collections::HashMap;
@@ -124,20 +125,31 @@ struct EvInner {
     end: u64,
 }
 
-/// The shared state of an event or fence: signalled flag, timestamps, waiters.
+/// The shared state of an event or fence: signalled flag, timestamps, waiters. An event of an IPC
+/// event pool keeps its flag and timestamps in the pool's shared memory instead (`slot`), where
+/// other processes see them.
 #[derive(Default)]
 pub struct EventState {
     inner: Mutex<EvInner>,
     cv: Condvar,
+    slot: Option<EventSlot>,
 }
 
 impl EventState {
+    /// The state of an event of an IPC event pool: its slot in the pool's shared memory.
+    pub fn in_slot(slot: EventSlot) -> Self {
+        EventState { slot: Some(slot), ..Default::default() }
+    }
     fn lock(&self) -> std::sync::MutexGuard<'_, EvInner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
     /// Marks the start of the work this event tracks.
     pub fn begin(&self) {
-        self.lock().start = now_ns();
+        let now = now_ns();
+        self.lock().start = now;
+        if let Some(s) = &self.slot {
+            s.begin(now);
+        }
     }
     /// Signals (and wakes every waiter).
     pub fn signal(&self) {
@@ -148,19 +160,31 @@ impl EventState {
         }
         g.end = now;
         g.signaled = true;
+        if let Some(s) = &self.slot {
+            s.signal(g.start, g.end);
+        }
         self.cv.notify_all();
     }
     /// Back to not signalled.
     pub fn reset(&self) {
         let mut g = self.lock();
         *g = EvInner::default();
+        if let Some(s) = &self.slot {
+            s.reset();
+        }
     }
     /// Whether signalled.
     pub fn is_signaled(&self) -> bool {
-        self.lock().signaled
+        match &self.slot {
+            Some(s) => s.is_signaled(),
+            None => self.lock().signaled,
+        }
     }
     /// (start, end) timestamps in ns.
     pub fn timestamps(&self) -> (u64, u64) {
+        if let Some(s) = &self.slot {
+            return s.timestamps();
+        }
         let g = self.lock();
         (g.start, g.end)
     }
@@ -180,6 +204,9 @@ impl EventState {
         self.wait_inner(timeout_ns)
     }
     fn wait_inner(&self, timeout_ns: u64) -> bool {
+        if let Some(s) = &self.slot {
+            return Self::wait_slot(s, timeout_ns);
+        }
         let mut g = self.lock();
         if g.signaled {
             return true;
@@ -209,6 +236,29 @@ impl EventState {
     }
 }
 
+impl EventState {
+    /// Waits on a slot another process may signal: its futex, a millisecond at a time, so that a
+    /// wait without end still sees the process exit.
+    fn wait_slot(s: &EventSlot, timeout_ns: u64) -> bool {
+        let deadline =
+            if timeout_ns == u64::MAX { None } else { Instant::now().checked_add(Duration::from_nanos(timeout_ns)) };
+        loop {
+            if s.is_signaled() {
+                return true;
+            }
+            let step = match deadline {
+                None if shutting_down() => return false,
+                None => Duration::from_millis(1),
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => left.min(Duration::from_millis(1)),
+                    _ => return false,
+                },
+            };
+            s.wait_for(step);
+        }
+    }
+}
+
 /// `ze_event_pool_handle_t`.
 pub struct EventPool {
     /// number of events
@@ -218,6 +268,9 @@ pub struct EventPool {
     /// Indices with a live event (kept by the NPU driver only, which refuses a second event at one
     /// index: linux-npu-driver 1.32.1 `eventpool.cpp` `EventPool::createEvent`).
     pub in_use: std::sync::Mutex<std::collections::HashSet<u32>>,
+    /// IPC pools (GPU, `ZE_EVENT_POOL_FLAG_IPC`): the events' shared memory, and whether this
+    /// process opened it from a handle (its events are not reset when created).
+    pub shared: Option<(Arc<EventPoolMemory>, bool)>,
 }
 /// `ze_event_handle_t`.
 pub struct Event {

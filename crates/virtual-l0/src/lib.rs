@@ -11,6 +11,7 @@
 //!   the two static drivers and devices, contexts).
 //! - [`memory`]: per-driver allocation registries, real backing memory, the drivers' export and
 //!   import rules (dma-buf fds on Linux, NT handles on Windows) and sysmem import.
+//! - [`ipc`]: the GPU's IPC handles of memory and event pools (Linux; none on Windows).
 //! - [`os`]: what the drivers get from the OS (memfds or sections, mappings, the pin check).
 //! - [`cmdlist`]: command lists, queues, fences, events and the synchronous executor.
 //! - [`counters`], [`faults`]: the control ABI (`vl0_counter`, `vl0_fault_inject`, `vl0_fault_clear`).
@@ -31,6 +32,11 @@ pub mod api;
 pub mod cmdlist;
 pub mod counters;
 pub mod faults;
+#[cfg(unix)]
+pub mod ipc;
+#[cfg(windows)]
+#[path = "ipc_windows.rs"]
+pub mod ipc;
 pub mod memory;
 pub mod npu;
 pub mod objects;

@@ -795,6 +795,59 @@ pub fn export_handle(driver: DriverKind, ptr: *const c_void) -> Option<ZeResult<
     Some(out)
 }
 
+/// A new shareable buffer of `len` bytes (a page multiple) that imports accept as one of this
+/// platform's dma-bufs: the handle the caller owns, and the buffer's identity.
+pub fn create_shareable(len: usize) -> ZeResult<(os::Raw, Ident)> {
+    let (h, ident) = os::create_shared(len)?;
+    exported().insert(ident);
+    Ok((h, ident))
+}
+
+/// Closes the GPU's cached export handle of allocation `(base, id)` and forgets it, so that the next
+/// export opens a new one (compute-runtime `DrmMemoryManager::closeInternalHandle`, which
+/// `zeMemPutIpcHandle` calls when a handle's last reference goes).
+pub fn close_export(base: usize, id: u64) {
+    let mut reg = lock(DriverKind::Gpu);
+    if let Some(Record { backing: Backing::Shared { handle, ident, .. }, .. }) = reg.get_mut(&(base, id)) {
+        if let Some(h) = handle.take() {
+            os::close_own(h, *ident);
+        }
+    }
+}
+
+/// Maps the buffer behind dma-buf `h` (not taken over) into context `ctx` of the GPU as memory of
+/// `kind`, the returned pointer `offset` bytes into it: an opened IPC handle, freed by
+/// `zeMemCloseIpcHandle` (`zeMemFree`). A handle that is no dma-buf of this platform, or an offset
+/// past its end, is `INVALID_ARGUMENT` (compute-runtime `Context::openIpcMemHandle` answers every
+/// failed import so).
+#[cfg(unix)]
+pub fn import_ipc(ctx: usize, device: usize, kind: MemKind, h: os::Raw, offset: u64) -> ZeResult<*mut c_void> {
+    let (ident, len) = os::stat(h).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+    if !is_shareable(h, ident) || len == 0 || offset >= len {
+        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+    }
+    let len = len as usize;
+    let map = os::map_shared(h, len, PAGE)?;
+    let base = map as usize + offset as usize;
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let info = AllocInfo {
+        base,
+        size: len - offset as usize,
+        id,
+        kind,
+        device,
+        context: ctx,
+        origin: Origin::ImportedFd,
+        read_only: false,
+        device_va: 0,
+        poisoned: false,
+    };
+    lock(DriverKind::Gpu).insert((base, id), Record { info, backing: Backing::Mapped { map, len, ident } });
+    crate::counters::add("gpu.live_allocations", 1);
+    crate::counters::add(&format!("gpu.imports.{}", shared_counter()), 1);
+    Ok(base as *mut c_void)
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

@@ -23,6 +23,8 @@ pub const EXTERNAL_MEMORY_IMPORT_WIN32: u32 = 0x22;
 pub const EXTERNAL_MEMORY_EXPORT_WIN32: u32 = 0x23;
 /// `ze_external_memmap_sysmem_ext_desc_t` (spec 1.13+; older npu headers used 0x24).
 pub const EXTERNAL_MEMMAP_SYSMEM_EXT_DESC: u32 = 0x0002_0037;
+/// `ze_ipc_mem_handle_type_ext_desc_t`.
+pub const IPC_MEM_HANDLE_TYPE_EXT_DESC: u32 = 0x0002_003d;
 /// `ze_init_driver_type_desc_t`.
 pub const INIT_DRIVER_TYPE_DESC: u32 = 0x0002_0021;
 /// `ze_mutable_command_list_exp_desc_t`.

@@ -4,6 +4,7 @@
 use crate::api::device::queue_groups;
 use crate::cmdlist::{collect_events, Command, CommandList, CommandQueue, Event, EventPool, EventState, Fence};
 use crate::export::{chain, input, out, ZeResult};
+use crate::ipc::{EventPoolMemory, EventSlot};
 use crate::objects::{
     self, command_list_from, context_from, device_in, event_from, event_pool_from, fence_from, queue_from, same_driver,
 };
@@ -710,7 +711,54 @@ ze_api! {
                 unsafe { device_in(c.driver(), *devs.add(i)) }?;
             }
         }
-        *o = objects::create(c.driver(), EventPool { count: d.count, flags: d.flags, in_use: Default::default() });
+        // An IPC pool's events live in shared memory (compute-runtime `EventPool::initialize`: the
+        // pool's buffer object is made shareable when the IPC flag is set); GPU on Linux only here.
+        let shared = if d.flags & ZE_EVENT_POOL_FLAG_IPC != 0 && c.driver() == objects::DriverKind::Gpu && cfg!(unix) {
+            Some((EventPoolMemory::create(d.count)?, false))
+        } else {
+            None
+        };
+        *o = objects::create(c.driver(), EventPool { count: d.count, flags: d.flags, in_use: Default::default(), shared });
+        Ok(())
+    }
+    /// compute-runtime `EventPool::getIpcHandle`: a pool made without `ZE_EVENT_POOL_FLAG_IPC`
+    /// (or opened from a handle) is `UNSUPPORTED_FEATURE`; the NPU driver has no event-pool IPC.
+    fn zeEventPoolGetIpcHandle(p: ze_event_pool_handle_t, h: *mut ze_ipc_event_pool_handle_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let (po, h) = unsafe { (event_pool_from(p)?, out(h)?) };
+        match &po.shared {
+            Some((mem, false)) => {
+                h.data = crate::ipc::event_pool_handle(mem, po.count, po.flags)?.map(|b| b as _);
+                Ok(())
+            }
+            _ => Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE),
+        }
+    }
+    /// `EventPool::openEventPoolIpcHandle`: a pool over the exporter's event memory; its events are
+    /// the exporter's events at the same indices.
+    fn zeEventPoolOpenIpcHandle(ctx: ze_context_handle_t, h: ze_ipc_event_pool_handle_t, o: *mut ze_event_pool_handle_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let (c, o) = unsafe { (context_from(ctx)?, out(o)?) };
+        if c.driver() != objects::DriverKind::Gpu {
+            return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        }
+        let (mem, count, flags) = crate::ipc::open_event_pool(&h.data.map(|b| b as u8))?;
+        *o = objects::create(c.driver(), EventPool { count, flags, in_use: Default::default(), shared: Some((mem, true)) });
+        Ok(())
+    }
+    /// `EventPool::closeIpcHandle` destroys the pool.
+    fn zeEventPoolCloseIpcHandle(p: ze_event_pool_handle_t) {
+        // SAFETY: no further use of the pool (L0 rule).
+        unsafe { objects::destroy::<EventPool, _>(p) }.map(drop)
+    }
+    /// `Context::putIpcEventPoolHandle`: the last handle of a pool closes its export fd.
+    fn zeEventPoolPutIpcHandle(ctx: ze_context_handle_t, h: ze_ipc_event_pool_handle_t) {
+        // SAFETY: handle validated.
+        let c = unsafe { context_from(ctx) }?;
+        if c.driver() != objects::DriverKind::Gpu {
+            return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        }
+        crate::ipc::put_event_pool(&h.data.map(|b| b as u8));
         Ok(())
     }
     fn zeEventPoolDestroy(p: ze_event_pool_handle_t) {
@@ -728,7 +776,19 @@ ze_api! {
         {
             return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
         }
-        *o = objects::create(po.driver(), Event { state: Arc::new(EventState::default()), pool: p as usize, index: d.index });
+        let state = match &po.shared {
+            Some((mem, imported)) => {
+                let state = EventState::in_slot(EventSlot::new(mem.clone(), d.index));
+                // The exporter's new event starts unsignalled; an importer's is the exporter's
+                // event as it stands (`Event::create` resets only events of pools not imported).
+                if !imported {
+                    state.reset();
+                }
+                state
+            }
+            None => EventState::default(),
+        };
+        *o = objects::create(po.driver(), Event { state: Arc::new(state), pool: p as usize, index: d.index });
         Ok(())
     }
     fn zeEventDestroy(e: ze_event_handle_t) {

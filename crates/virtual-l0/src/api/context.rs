@@ -13,6 +13,12 @@ unsafe fn create(
     // SAFETY: handle validated; out-parameter from the caller.
     let (d, o) = unsafe { (driver_from(h)?, out(o)?) };
     let kind = d.driver();
+    // compute-runtime's `Context` constructor (`isDrmOpaqueHandleSupported`): importers of this
+    // process's IPC handles take their fds out of it.
+    #[cfg(unix)]
+    if kind == crate::objects::DriverKind::Gpu {
+        crate::os::allow_fd_takers();
+    }
     let mut devices = Vec::new();
     if n == 0 || devs.is_null() {
         devices.push(device(kind).handle::<c_void>() as usize);

@@ -118,8 +118,13 @@ ze_api! {
     }
     fn zeDriverGetIpcProperties(h: ze_driver_handle_t, props: *mut ze_driver_ipc_properties_t) {
         // SAFETY: handle validated; out-parameter from the caller.
-        let p = unsafe { driver_from(h)?; out(props)? };
-        p.flags = 0;
+        let (d, p) = unsafe { (driver_from(h)?, out(props)?) };
+        // compute-runtime `DriverHandle::getIPCProperties`: memory and event pools (modelled on
+        // Linux only); the NPU driver reports none.
+        p.flags = match d.driver() {
+            DriverKind::Gpu if cfg!(unix) => ZE_IPC_PROPERTY_FLAG_MEMORY | ZE_IPC_PROPERTY_FLAG_EVENT_POOL,
+            _ => 0,
+        };
         Ok(())
     }
     fn zeDriverGetExtensionProperties(h: ze_driver_handle_t, count: *mut u32, props: *mut ze_driver_extension_properties_t) {

@@ -1,4 +1,5 @@
-//! USM allocation, free, properties (incl. dma-buf export fds), address ranges; IPC is unsupported.
+//! USM allocation, free, properties (incl. dma-buf export fds), address ranges, and memory IPC
+//! handles (GPU on Linux: [`crate::ipc`]; the NPU driver has none, nor has the Windows GPU here).
 use crate::export::{chain, out, ZeResult};
 use crate::memory::{self, MemKind, Request, PAGE};
 use crate::objects::{context_from, device_in, DriverKind};
@@ -49,7 +50,12 @@ fn next<T>(desc: *const T) -> *const c_void {
 unsafe fn free(ctx: ze_context_handle_t, ptr: *mut c_void) -> ZeResult {
     // SAFETY: handle validated.
     let c = unsafe { context_from(ctx) }?;
-    memory::free(c.driver(), ptr)
+    memory::free(c.driver(), ptr)?;
+    #[cfg(unix)]
+    if c.driver() == DriverKind::Gpu {
+        crate::ipc::forget(ptr as usize);
+    }
+    Ok(())
 }
 
 ze_api! {
@@ -128,7 +134,11 @@ ze_api! {
                 if npu && x.flags != stypes::EXTERNAL_MEMORY_TYPE_FLAG_DMA_BUF {
                     continue;
                 }
-                if let Some(Some(fd)) = memory::export_handle(driver, ptr).transpose()? {
+                let fd = match driver {
+                    DriverKind::Gpu => crate::ipc::export_fd(ptr)?,
+                    DriverKind::Npu => memory::export_handle(driver, ptr).transpose()?.flatten(),
+                };
+                if let Some(fd) = fd {
                     x.fd = fd;
                 }
             }
@@ -187,7 +197,82 @@ ze_api! {
     }
 }
 
+/// The GPU context of `ctx` for an IPC call; the NPU driver (linux-npu-driver 1.32.1) has no memory
+/// IPC: `UNSUPPORTED_FEATURE`.
+#[cfg(unix)]
+unsafe fn ipc_context(ctx: ze_context_handle_t) -> ZeResult<()> {
+    // SAFETY: per the caller.
+    match unsafe { context_from(ctx) }?.driver() {
+        DriverKind::Gpu => Ok(()),
+        DriverKind::Npu => Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE),
+    }
+}
+
+#[cfg(unix)]
+fn handle_bytes(h: &ze_ipc_mem_handle_t) -> [u8; crate::ipc::HANDLE_SIZE] {
+    h.data.map(|c| c as u8)
+}
+
+#[cfg(unix)]
+ze_api! {
+    fn zeMemGetIpcHandle(ctx: ze_context_handle_t, ptr: *const c_void, h: *mut ze_ipc_mem_handle_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let h = unsafe { ipc_context(ctx)?; out(h)? };
+        if ptr.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        h.data = crate::ipc::get(ptr)?.map(|b| b as _);
+        Ok(())
+    }
+    /// compute-runtime `getIpcMemHandlesImpl`: a `pNext` other than an IPC handle-type descriptor is
+    /// `INVALID_ARGUMENT`; the descriptor's flags ask for fabric handles, not modelled (ignored).
+    fn zeMemGetIpcHandleWithProperties(ctx: ze_context_handle_t, ptr: *const c_void, next: *mut c_void, h: *mut ze_ipc_mem_handle_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let h = unsafe { ipc_context(ctx)?; out(h)? };
+        if ptr.is_null() {
+            return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
+        }
+        // SAFETY: a non-null pNext from the caller starts with its stype.
+        if !next.is_null() && unsafe { *(next as *const u32) } != stypes::IPC_MEM_HANDLE_TYPE_EXT_DESC {
+            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
+        }
+        h.data = crate::ipc::get(ptr)?.map(|b| b as _);
+        Ok(())
+    }
+    fn zeMemPutIpcHandle(ctx: ze_context_handle_t, h: ze_ipc_mem_handle_t) {
+        // SAFETY: handle validated.
+        unsafe { ipc_context(ctx) }?;
+        crate::ipc::put(&handle_bytes(&h));
+        Ok(())
+    }
+    fn zeMemOpenIpcHandle(ctx: ze_context_handle_t, dev: ze_device_handle_t, h: ze_ipc_mem_handle_t, _flags: ze_ipc_memory_flags_t, pptr: *mut *mut c_void) {
+        // SAFETY: handles validated; out-parameter from the caller.
+        let pptr = unsafe { ipc_context(ctx)?; device_in(DriverKind::Gpu, dev)?; out(pptr)? };
+        *pptr = crate::ipc::open(ctx as usize, dev as usize, &handle_bytes(&h))?;
+        Ok(())
+    }
+    /// `Context::closeIpcMemHandle` is `freeMem`.
+    fn zeMemCloseIpcHandle(ctx: ze_context_handle_t, ptr: *const c_void) {
+        // SAFETY: caller's handle.
+        unsafe { ipc_context(ctx)?; free(ctx, ptr as *mut c_void) }
+    }
+    fn zeMemGetFileDescriptorFromIpcHandleExp(ctx: ze_context_handle_t, h: ze_ipc_mem_handle_t, fd: *mut u64) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let fd = unsafe { ipc_context(ctx)?; out(fd)? };
+        *fd = crate::ipc::fd_of(&handle_bytes(&h))?;
+        Ok(())
+    }
+    fn zeMemGetIpcHandleFromFileDescriptorExp(ctx: ze_context_handle_t, fd: u64, h: *mut ze_ipc_mem_handle_t) {
+        // SAFETY: handle validated; out-parameter from the caller.
+        let h = unsafe { ipc_context(ctx)?; out(h)? };
+        h.data = crate::ipc::handle_of(fd)?.map(|b| b as _);
+        Ok(())
+    }
+}
+
+// Windows: NT-handle IPC (compute-runtime `context_wddm.cpp`) is not modelled.
+#[cfg(windows)]
 ze_unsupported! {
-    zeMemGetIpcHandle zeMemOpenIpcHandle zeMemCloseIpcHandle zeMemPutIpcHandle
+    zeMemGetIpcHandle zeMemGetIpcHandleWithProperties zeMemOpenIpcHandle zeMemCloseIpcHandle zeMemPutIpcHandle
     zeMemGetIpcHandleFromFileDescriptorExp zeMemGetFileDescriptorFromIpcHandleExp
 }

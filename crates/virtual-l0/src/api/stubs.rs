@@ -62,12 +62,8 @@ ze_unsupported! {
     zeEventGetCounterBasedFlags
     zeEventGetSignalScope
     zeEventGetWaitScope
-    zeEventPoolCloseIpcHandle
     zeEventPoolGetContextHandle
     zeEventPoolGetFlags
-    zeEventPoolGetIpcHandle
-    zeEventPoolOpenIpcHandle
-    zeEventPoolPutIpcHandle
     zeEventQueryKernelTimestampsExt
     zeEventQueryTimestampsExp
     zeExecutableGraphDestroyExt
@@ -110,7 +106,6 @@ ze_unsupported! {
     zeKernelSetIndirectAccess
     zeKernelSuggestGroupSize
     zeKernelSuggestMaxCooperativeGroupCount
-    zeMemGetIpcHandleWithProperties
     zeMemGetPitchFor2dImage
     zeModuleBuildLogDestroy
     zeModuleBuildLogGetString

@@ -34,27 +34,83 @@ fn page_aligned(size: usize) -> usize {
     }
 }
 
-/// `ze_physical_mem_handle_t`: a memfd.
+/// `ze_physical_mem_handle_t`: a memfd, a dma-buf as far as imports go (a physical allocation is
+/// a GEM object of its own on hardware).
 pub struct PhysicalMem {
     fd: libc::c_int,
     size: usize,
     /// Device memory (not `ALLOCATE_ON_HOST`): mapped at most once at a time.
     device: bool,
+    /// The export fd IPC handles name (`DrmAllocation::peekInternalHandle` caches one per
+    /// allocation), opened at the first handle, closed when its last handle is put.
+    export: Mutex<Option<libc::c_int>>,
 }
 impl Kind for PhysicalMem {
     const MAGIC: u64 = u64::from_le_bytes(*b"VL0PHYSM");
 }
 impl Drop for PhysicalMem {
     fn drop(&mut self) {
-        // SAFETY: our own fd; mappings of it stay valid after the close.
-        unsafe { libc::close(self.fd) };
+        // SAFETY: our own fds; mappings of the memory stay valid after the close.
+        unsafe {
+            libc::close(self.fd);
+            if let Some(e) = *self.export.get_mut().unwrap_or_else(|e| e.into_inner()) {
+                libc::close(e);
+            }
+        }
     }
 }
 
 struct Mapping {
     size: usize,
     physical: usize,
+    /// Where in the physical memory the mapping starts.
+    offset: usize,
     id: u64,
+}
+
+/// What an IPC handle of physical memory names: the export fd of the physical allocation, the
+/// offset of the memory in it, whether it is device memory, and the physical handle.
+pub struct IpcSource {
+    pub fd: libc::c_int,
+    pub offset: u64,
+    pub device: bool,
+    pub physical: usize,
+}
+
+/// The IPC source of `ptr` when it is a physical memory handle (offset 0) or lies in a mapping of
+/// one (the mapping's offset: compute-runtime's `mappedPhysicalOffset`); `None` otherwise.
+pub fn ipc_source(ptr: usize) -> Option<ZeResult<IpcSource>> {
+    let (physical, offset) = {
+        let mut rs = reservations();
+        match containing(&mut rs, ptr, 1) {
+            Some((_, r)) => {
+                let (_, m) = r.mappings.range(..=ptr).next_back().filter(|(b, m)| ptr < **b + m.size)?;
+                (m.physical, m.offset)
+            }
+            None => (ptr, 0),
+        }
+    };
+    // SAFETY: the value is checked against the live objects before it is read.
+    let pm = unsafe { objects::get::<PhysicalMem, _>(physical as ze_physical_mem_handle_t) }.ok()?;
+    let mut export = pm.export.lock().unwrap_or_else(|e| e.into_inner());
+    let fd = match *export {
+        Some(fd) => fd,
+        None => match crate::os::duplicate(pm.fd) {
+            Some(fd) => *export.insert(fd),
+            None => return Some(Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY)),
+        },
+    };
+    Some(Ok(IpcSource { fd, offset: offset as u64, device: pm.device, physical }))
+}
+
+/// Closes the export fd of physical memory `physical` (its last IPC handle was put).
+pub fn close_ipc_export(physical: usize) {
+    // SAFETY: the value is checked against the live objects before it is read.
+    if let Ok(pm) = unsafe { objects::get::<PhysicalMem, _>(physical as ze_physical_mem_handle_t) } {
+        if let Some(fd) = pm.export.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            crate::os::close(fd);
+        }
+    }
 }
 
 struct Reservation {
@@ -216,17 +272,8 @@ ze_api! {
         if d.size == 0 || !ok_size {
             return Err(ZE_RESULT_ERROR_UNSUPPORTED_SIZE);
         }
-        // SAFETY: the name is a valid C string.
-        let fd = unsafe { libc::memfd_create(c"vl0-physical".as_ptr(), libc::MFD_CLOEXEC) };
-        // SAFETY: our own fresh fd.
-        if fd < 0 || unsafe { libc::ftruncate(fd, d.size as libc::off_t) } != 0 {
-            if fd >= 0 {
-                // SAFETY: our own fd.
-                unsafe { libc::close(fd) };
-            }
-            return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
-        }
-        *o = objects::create(DriverKind::Gpu, PhysicalMem { fd, size: d.size, device: !on_host });
+        let (fd, _) = crate::memory::create_shareable(d.size).map_err(|_| ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)?;
+        *o = objects::create(DriverKind::Gpu, PhysicalMem { fd, size: d.size, device: !on_host, export: Mutex::new(None) });
         Ok(())
     }
     /// `Context::destroyPhysicalMem`: SUCCESS, also for a handle it does not know.
@@ -273,7 +320,7 @@ ze_api! {
             return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
         }
         let id = crate::memory::register_mapping(DriverKind::Gpu, r.context, 0, ptr as usize, size);
-        r.mappings.insert(ptr as usize, Mapping { size, physical: h as usize, id });
+        r.mappings.insert(ptr as usize, Mapping { size, physical: h as usize, offset, id });
         Ok(())
     }
     /// `Context::unMapVirtualMem`: `size` a multiple of its page size (`UNSUPPORTED_SIZE`), `ptr`

@@ -200,3 +200,42 @@ pub fn pinnable(p: usize, len: usize, read_only: bool) -> bool {
     }
     false
 }
+
+/// Lets any process of this user take fds out of this one (`prctl(PR_SET_PTRACER,
+/// PR_SET_PTRACER_ANY)`), as compute-runtime does when it makes a context so that importers of its
+/// IPC handles can; fails harmlessly where the kernel has no Yama (then the same-user rule applies).
+pub fn allow_fd_takers() {
+    // SAFETY: prctl with integer arguments only changes this process's ptrace policy.
+    unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::c_ulong::MAX, 0, 0, 0) };
+}
+
+/// A new fd of this process for fd `fd` of process `pid` (`pidfd_open` + `pidfd_getfd`), owned by
+/// the caller; `None` when the process is gone, the number names nothing there, or ptrace rules
+/// refuse it.
+pub fn take_fd_of(pid: u32, fd: Raw) -> Option<Raw> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as Raw;
+    if pidfd < 0 {
+        return None;
+    }
+    // SAFETY: pidfd_getfd on our own pidfd returns a new fd or -1.
+    let taken = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) } as Raw;
+    close(pidfd);
+    (taken >= 0).then_some(taken)
+}
+
+/// Wakes every process and thread waiting on `word` (a shared futex: the word may live in memory
+/// other processes map).
+pub fn wake_all(word: &std::sync::atomic::AtomicU32) {
+    // SAFETY: FUTEX_WAKE only reads the address to find its waiters.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX, 0, 0, 0) };
+}
+
+/// Sleeps while `word` holds `value`, at most `max` (a shared futex; may return early).
+pub fn wait_while(word: &std::sync::atomic::AtomicU32, value: u32, max: std::time::Duration) {
+    let ts = libc::timespec { tv_sec: max.as_secs() as libc::time_t, tv_nsec: max.subsec_nanos() as libc::c_long };
+    // SAFETY: the word is valid for the call; FUTEX_WAIT re-checks its value atomically.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, value, &ts as *const libc::timespec, 0, 0)
+    };
+}
