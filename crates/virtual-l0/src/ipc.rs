@@ -1,30 +1,40 @@
-//! Memory IPC handles of the virtual GPU on Linux, as compute-runtime 26.14 makes, tracks and opens
-//! them (`level_zero/core/source/context/context.cpp` `getIpcMemHandlesImpl`, `setIPCHandleData`,
-//! `putIpcMemHandle`, `getFdFromIpcHandle`, `getIpcHandleFromFd`, `openIpcMemHandle`, `freeMem`;
-//! `context/linux/context_linux.cpp` `getDataFromIpcHandle`, `importOpaqueHandleWithFallback`).
+//! IPC handles of the virtual GPU on Linux, as compute-runtime 26.14.37833.4 (b8f363db7091) makes,
+//! tracks and opens them: `level_zero/core/source/context/context.cpp` `getIpcMemHandlesImpl`,
+//! `setIPCHandleData`, `putIpcMemHandle`, `getFdFromIpcHandle`, `getIpcHandleFromFd`,
+//! `openIpcMemHandle`, `freeMem`; `context/context_drm/context_drm.cpp` `getMemHandlePtr`;
+//! `event/event.cpp` `EventPool::getIpcHandle`, `openEventPoolIpcHandle`;
+//! `api/core/ze_event_api_entrypoints.h` `zeEventPoolPutIpcHandle`.
 //!
-//! A handle is the driver's opaque layout (`IpcOpaqueMemoryData`, packed): the allocation's export
-//! fd (the one fd `DrmAllocation::peekInternalHandle` caches per allocation, which the export-fd
-//! query also returns), an offset, the exporter's process id, the handle type (fd), the memory type
-//! (`InternalIpcMemoryType`) and a second copy of the fd, which tells a handle as made from one
-//! whose fd the caller replaced. The driver counts the handles of each fd: a get (or an export-fd
-//! query, which gets one) adds one, a put takes one, and at zero the fd is closed (the next export
-//! opens a new one); freeing the allocation drops its count.
+//! A memory handle is the driver's opaque layout (`IpcOpaqueMemoryData`, packed): the allocation's
+//! export fd (the one fd `DrmAllocation::peekInternalHandle` caches per allocation, which the
+//! export-fd query also returns), a pool offset (0: nothing is pooled here), the exporter's process
+//! id, the handle type (fd) and the memory type (`InternalIpcMemoryType`: device or host USM).
+//! Virtual memory mapped from physical memory exports as device USM of the whole physical
+//! allocation (26.14 records no physical offset); a physical memory handle itself is no SVM
+//! allocation (`INVALID_ARGUMENT`); shared USM is heap here, not a buffer object
+//! (`UNSUPPORTED_FEATURE`). The driver counts the handles of each fd: a get (or an export-fd query,
+//! which gets one) adds one, a put takes one, and at zero the fd is closed (the next export opens a
+//! new one); freeing the allocation drops its count.
 //!
-//! Opening a handle as made takes the fd out of the exporter with `pidfd_getfd`, the driver's first
-//! choice (it serves fds over a Unix socket where `prctl(PR_SET_PTRACER)` fails; that fallback is
-//! not modelled, and `pidfd_getfd` works wherever the importer may ptrace the exporter); a handle
-//! whose fd the caller replaced (one sent over a socket) is opened with that fd as it is, which stays
-//! the caller's. Each open maps the buffer anew: a new pointer, which `zeMemCloseIpcHandle` frees.
+//! Opening a handle with a process id takes the fd out of the exporter with `pidfd_getfd` (the
+//! driver's first choice; its socket fallback, used where `prctl(PR_SET_PTRACER)` fails, is not
+//! modelled); when that fails, the number in the handle is used as an fd of this process (how a
+//! caller that sent the fd over a socket and wrote the received number into the handle gets
+//! through: 26.14 has no way to tell such a handle, so it first takes whatever the exporter has
+//! under that number). Each open maps the buffer anew: a new pointer, freed by `zeMemCloseIpcHandle`.
 //!
 //! Event pools made with `ZE_EVENT_POOL_FLAG_IPC` keep their events' state in shared memory (one
 //! slot per event: a signalled word and two timestamps; on hardware, the events' completion data in
 //! the pool's buffer object), so that a process that opens the pool's handle sees and sets the same
-//! events (`event.cpp` `EventPool::getIpcHandle`, `openEventPoolIpcHandle`, `closeIpcHandle`;
-//! `Context::putIpcEventPoolHandle`). Waiting on such an event polls its word with a futex.
+//! events; waiting on such an event sleeps on its word with a futex. An event pool handle
+//! (`IpcOpaqueEventPoolData`) carries the pool's export fd, which the importer uses as an fd of its
+//! own (26.14 hands it to `createGraphicsAllocationFromSharedHandle` as it is: the caller passes
+//! the fd); `zeEventPoolPutIpcHandle` is `UNSUPPORTED_FEATURE` in 26.14.
 //!
-//! Not modelled: USM pools (the offset of a pooled allocation; nothing is pooled here), shared USM
-//! (its memory here is heap, not a buffer object: `UNSUPPORTED_FEATURE`), fabric handles.
+//! Later builds changed this (not modelled, whatever `VL0_GPU_DRIVER_BUILD` says): a second copy
+//! of the fd that tells a handle whose fd the caller replaced (26.18.38308.1), handles of physical
+//! memory and of mappings at a physical offset, the event pool's process id used to take its fd,
+//! and counted event pool handles with a working put.
 use crate::api::virtual_mem;
 use crate::export::ZeResult;
 use crate::memory::{self, MemKind};
@@ -34,7 +44,7 @@ use crate::sys::*;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 /// `ZE_MAX_IPC_HANDLE_SIZE`.
@@ -43,14 +53,12 @@ pub const HANDLE_SIZE: usize = 64;
 /// `InternalIpcMemoryType` (compute-runtime `shared/source/unified_memory/unified_memory.h`).
 const DEVICE_USM: u8 = 0;
 const HOST_USM: u8 = 1;
-const RESERVED_DEVICE: u8 = 3;
-const RESERVED_HOST: u8 = 4;
 /// `IpcHandleType::fdHandle`.
 const FD_HANDLE: u8 = 0;
 
-/// The fields of `IpcOpaqueMemoryData` this platform reads and writes (byte offsets of the packed
-/// layout: fd 0, pool offset 8, process id 16, handle type 20, memory type 21, opaque fd 22,
-/// reserved data 30..62, compressed 62).
+/// The fields of 26.14's `IpcOpaqueMemoryData` this platform writes and reads (byte offsets of the
+/// packed layout: fd 0, pool offset 8, process id 16, handle type 20, memory type 21, reserved
+/// data 22..54, compressed 54).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Handle {
     fd: i32,
@@ -58,7 +66,6 @@ struct Handle {
     pid: u32,
     handle_type: u8,
     memory_type: u8,
-    opaque_fd: i32,
 }
 
 impl Handle {
@@ -69,23 +76,16 @@ impl Handle {
         d[16..20].copy_from_slice(&self.pid.to_ne_bytes());
         d[20] = self.handle_type;
         d[21] = self.memory_type;
-        d[22..26].copy_from_slice(&self.opaque_fd.to_ne_bytes());
         d
     }
     fn decode(d: &[u8; HANDLE_SIZE]) -> Handle {
-        let i32_at = |o: usize| i32::from_ne_bytes(d[o..o + 4].try_into().expect("4 bytes"));
         Handle {
-            fd: i32_at(0),
+            fd: i32::from_ne_bytes(d[0..4].try_into().expect("4 bytes")),
             offset: u64::from_ne_bytes(d[8..16].try_into().expect("8 bytes")),
             pid: u32::from_ne_bytes(d[16..20].try_into().expect("4 bytes")),
             handle_type: d[20],
             memory_type: d[21],
-            opaque_fd: i32_at(22),
         }
-    }
-    /// As made by the exporter: its fd field untouched (`getDataFromIpcHandle`).
-    fn as_made(&self) -> bool {
-        self.fd == self.opaque_fd
     }
 }
 
@@ -110,19 +110,12 @@ fn tracked() -> MutexGuard<'static, HashMap<i32, Tracked>> {
     T.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The export fd, offset, memory type and source of `ptr` (`getIpcMemHandlesImpl`): virtual memory
-/// mapped from physical memory, a physical memory handle itself, or a host or device allocation.
-fn resolve(ptr: usize) -> ZeResult<(i32, u64, u8, Source)> {
+/// The export fd, memory type and source of `ptr` (`getIpcMemHandlesImpl`): virtual memory mapped
+/// from physical memory, or a host or device allocation.
+fn resolve(ptr: usize) -> ZeResult<(i32, u8, Source)> {
     if let Some(src) = virtual_mem::ipc_source(ptr) {
         let src = src?;
-        // A mapping at physical offset 0 is plain device USM to the importer; a non-zero offset
-        // says which kind of reserved memory it is.
-        let memory_type = match (src.offset, src.device) {
-            (0, _) => DEVICE_USM,
-            (_, true) => RESERVED_DEVICE,
-            (_, false) => RESERVED_HOST,
-        };
-        return Ok((src.fd, src.offset, memory_type, Source::Physical(src.physical)));
+        return Ok((src.fd, DEVICE_USM, Source::Physical(src.physical)));
     }
     let info = memory::lookup(DriverKind::Gpu, ptr as *const c_void).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
     if info.kind == MemKind::Shared {
@@ -134,13 +127,13 @@ fn resolve(ptr: usize) -> ZeResult<(i32, u64, u8, Source)> {
         _ => return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
     };
     let memory_type = if info.kind == MemKind::Host { HOST_USM } else { DEVICE_USM };
-    Ok((fd, 0, memory_type, Source::Allocation { base: info.base, id: info.id }))
+    Ok((fd, memory_type, Source::Allocation { base: info.base, id: info.id }))
 }
 
 /// `zeMemGetIpcHandle`: a handle of the memory at `ptr`, counted against its export fd.
 pub fn get(ptr: *const c_void) -> ZeResult<[u8; HANDLE_SIZE]> {
-    let (fd, offset, memory_type, source) = resolve(ptr as usize)?;
-    let h = Handle { fd, offset, pid: std::process::id(), handle_type: FD_HANDLE, memory_type, opaque_fd: fd };
+    let (fd, memory_type, source) = resolve(ptr as usize)?;
+    let h = Handle { fd, offset: 0, pid: std::process::id(), handle_type: FD_HANDLE, memory_type };
     let data = h.encode();
     tracked().entry(fd).and_modify(|t| t.count += 1).or_insert(Tracked { count: 1, ptr: ptr as usize, source, data });
     Ok(data)
@@ -180,20 +173,22 @@ pub fn forget(ptr: usize) {
     tracked().retain(|_, t| t.ptr != ptr);
 }
 
-/// `zeMemGetFileDescriptorFromIpcHandleExp`: the handle's fd, if the driver tracks it.
+/// `zeMemGetFileDescriptorFromIpcHandleExp`: the handle's fd, if the driver tracks it (else
+/// `OUT_OF_HOST_MEMORY`, 26.14's answer).
 pub fn fd_of(data: &[u8; HANDLE_SIZE]) -> ZeResult<u64> {
     let fd = Handle::decode(data).fd;
     if tracked().contains_key(&fd) {
         Ok(fd as u64)
     } else {
-        Err(ZE_RESULT_ERROR_INVALID_ARGUMENT)
+        Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY)
     }
 }
 
-/// `zeMemGetIpcHandleFromFileDescriptorExp`: the handle the driver made of export fd `fd`.
+/// `zeMemGetIpcHandleFromFileDescriptorExp`: the handle the driver made of export fd `fd` (else
+/// `OUT_OF_HOST_MEMORY`, 26.14's answer).
 pub fn handle_of(fd: u64) -> ZeResult<[u8; HANDLE_SIZE]> {
-    let fd = i32::try_from(fd).map_err(|_| ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
-    tracked().get(&fd).map(|t| t.data).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)
+    let fd = i32::try_from(fd).map_err(|_| ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY)?;
+    tracked().get(&fd).map(|t| t.data).ok_or(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY)
 }
 
 /// `zeMemOpenIpcHandle`: the memory a handle names, mapped into context `ctx` (device `device`).
@@ -201,19 +196,19 @@ pub fn handle_of(fd: u64) -> ZeResult<[u8; HANDLE_SIZE]> {
 pub fn open(ctx: usize, device: usize, data: &[u8; HANDLE_SIZE]) -> ZeResult<*mut c_void> {
     let h = Handle::decode(data);
     let kind = match h.memory_type {
-        DEVICE_USM | RESERVED_DEVICE => MemKind::Device,
-        HOST_USM | RESERVED_HOST => MemKind::Host,
+        DEVICE_USM => MemKind::Device,
+        HOST_USM => MemKind::Host,
         _ => return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT),
     };
     let device = if kind == MemKind::Host { 0 } else { device };
-    if h.as_made() && h.handle_type == FD_HANDLE {
-        let fd = os::take_fd_of(h.pid, h.fd).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
-        // The mapping keeps the buffer; the fd taken for it is ours to close.
-        let r = memory::import_ipc(ctx, device, kind, fd, h.offset);
-        os::close(fd);
-        r
-    } else {
-        memory::import_ipc(ctx, device, kind, h.fd, h.offset)
+    match (h.pid != 0).then(|| os::take_fd_of(h.pid, h.fd)).flatten() {
+        Some(fd) => {
+            // The mapping keeps the buffer; the fd taken for it is ours to close.
+            let r = memory::import_ipc(ctx, device, kind, fd, h.offset);
+            os::close(fd);
+            r
+        }
+        None => memory::import_ipc(ctx, device, kind, h.fd, h.offset),
     }
 }
 
@@ -226,7 +221,7 @@ pub struct EventPoolMemory {
     len: usize,
     /// The exporter's memfd (`None` in an importer, whose mapping holds the buffer).
     fd: Option<os::Raw>,
-    /// The export fd handles name, opened at the first handle, closed by the last put.
+    /// The export fd handles name, opened at the first handle, closed with the pool.
     export: Mutex<Option<os::Raw>>,
 }
 
@@ -311,24 +306,17 @@ impl EventSlot {
     }
 }
 
-/// Event pools' export fds: their handle counts and pools (`trackIpcEventPoolHandle`).
-type PoolHandles = HashMap<i32, (u64, Weak<EventPoolMemory>)>;
-
-fn tracked_pools() -> MutexGuard<'static, PoolHandles> {
-    static T: OnceLock<Mutex<PoolHandles>> = OnceLock::new();
-    T.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// `ze_event_pool_flags_t` bits the handle carries.
 const POOL_HOST_VISIBLE: u32 = 0x1;
 const POOL_IPC: u32 = 0x2;
 const POOL_TIMESTAMP: u32 = 0x4;
 const POOL_MAPPED_TIMESTAMP: u32 = 0x8;
 
-/// `zeEventPoolGetIpcHandle` of an IPC pool with `count` events and `flags`: `IpcOpaqueEventPoolData`
-/// (packed: fd 0, opaque fd 8, event count 16, process id 20, root device 24, max packets 26,
-/// devices 27, flag bits 28 (device allocation, host visible, implicit scaling, mapped timestamps,
-/// timestamps), handle type 29). One packet per event is **inferred** (only this platform reads it).
+/// `zeEventPoolGetIpcHandle` of an IPC pool with `count` events and `flags`: 26.14's
+/// `IpcOpaqueEventPoolData` (packed: fd 0, event count 8, root device 16, max packets 20, devices
+/// 24, flag bits 26 (device allocation, host visible, implicit scaling, mapped timestamps,
+/// timestamps), handle type 27, process id 28). The pool's export fd is opened at the first handle
+/// and closed with the pool. One packet per event is **inferred** (only this platform reads it).
 pub fn event_pool_handle(mem: &Arc<EventPoolMemory>, count: u32, flags: u32) -> ZeResult<[u8; HANDLE_SIZE]> {
     let fd = {
         let mut export = mem.export.lock().unwrap_or_else(|e| e.into_inner());
@@ -340,74 +328,47 @@ pub fn event_pool_handle(mem: &Arc<EventPoolMemory>, count: u32, flags: u32) -> 
             }
         }
     };
-    tracked_pools().entry(fd).and_modify(|t| t.0 += 1).or_insert((1, Arc::downgrade(mem)));
     let mut d = [0u8; HANDLE_SIZE];
     d[0..8].copy_from_slice(&(fd as u64).to_ne_bytes());
-    d[8..16].copy_from_slice(&(fd as u64).to_ne_bytes());
-    d[16..20].copy_from_slice(&count.to_ne_bytes());
-    d[20..24].copy_from_slice(&std::process::id().to_ne_bytes());
-    d[26] = 1;
-    d[27] = 1;
+    d[8..16].copy_from_slice(&(count as u64).to_ne_bytes());
+    d[20..24].copy_from_slice(&1u32.to_ne_bytes());
+    d[24..26].copy_from_slice(&1u16.to_ne_bytes());
     let bit = |f: u32, b: u8| if flags & f != 0 { b } else { 0 };
     let device_allocation = if flags & POOL_HOST_VISIBLE == 0 { 1 } else { 0 };
-    d[28] = device_allocation | bit(POOL_HOST_VISIBLE, 2) | bit(POOL_MAPPED_TIMESTAMP, 8) | bit(POOL_TIMESTAMP, 16);
-    d[29] = FD_HANDLE;
+    d[26] = device_allocation | bit(POOL_HOST_VISIBLE, 2) | bit(POOL_MAPPED_TIMESTAMP, 8) | bit(POOL_TIMESTAMP, 16);
+    d[27] = FD_HANDLE;
+    d[28..32].copy_from_slice(&std::process::id().to_ne_bytes());
     Ok(d)
 }
 
-/// `zeEventPoolOpenIpcHandle`: the pool's memory, event count and flags. A handle as made is opened
-/// through the exporter (`pidfd_getfd`), one whose fd the caller replaced with that fd; every
-/// failure is `INVALID_ARGUMENT`.
+/// `zeEventPoolOpenIpcHandle`: the pool's memory, event count and flags. The fd in the handle is
+/// used as an fd of this process; a pool it does not map is `OUT_OF_DEVICE_MEMORY` (26.14's answer
+/// when `createGraphicsAllocationFromSharedHandle` fails), a packet count not this device's
+/// `INVALID_ARGUMENT`.
 pub fn open_event_pool(d: &[u8; HANDLE_SIZE]) -> ZeResult<(Arc<EventPoolMemory>, u32, u32)> {
-    let u64_at = |o: usize| u64::from_ne_bytes(d[o..o + 8].try_into().expect("8 bytes"));
-    let u32_at = |o: usize| u32::from_ne_bytes(d[o..o + 4].try_into().expect("4 bytes"));
-    let (handle, opaque, count, pid) = (u64_at(0), u64_at(8), u32_at(16), u32_at(20));
-    let fd = handle as i32;
-    let (fd, owned) = if handle == opaque {
-        (os::take_fd_of(pid, fd).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?, true)
-    } else {
-        (fd, false)
-    };
-    let mapped = (|| {
-        let (_, len) = os::stat(fd).ok_or(ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
-        let len = len as usize;
-        if count == 0 || len < count as usize * SLOT {
-            return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
-        }
-        os::map_shared(fd, len, memory::PAGE).map(|map| (map, len))
-    })();
-    if owned {
-        os::close(fd);
+    let fd = u64::from_ne_bytes(d[0..8].try_into().expect("8 bytes")) as i32;
+    let count = u64::from_ne_bytes(d[8..16].try_into().expect("8 bytes"));
+    if u32::from_ne_bytes(d[20..24].try_into().expect("4 bytes")) != 1 {
+        return Err(ZE_RESULT_ERROR_INVALID_ARGUMENT);
     }
-    let (map, len) = mapped.map_err(|_| ZE_RESULT_ERROR_INVALID_ARGUMENT)?;
+    let count = u32::try_from(count).map_err(|_| ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)?;
+    let (ident, len) = os::stat(fd).ok_or(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)?;
+    let len = len as usize;
+    if count == 0 || len < count as usize * SLOT || !memory::is_shareable(fd, ident) {
+        return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
+    }
+    let map = os::map_shared(fd, len, memory::PAGE).map_err(|_| ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)?;
     let mut flags = POOL_IPC;
-    if d[28] & 2 != 0 {
+    if d[26] & 2 != 0 {
         flags |= POOL_HOST_VISIBLE;
     }
-    if d[28] & 8 != 0 {
+    if d[26] & 8 != 0 {
         flags |= POOL_MAPPED_TIMESTAMP;
     }
-    if d[28] & 16 != 0 {
+    if d[26] & 16 != 0 {
         flags |= POOL_TIMESTAMP;
     }
     Ok((Arc::new(EventPoolMemory { map, len, fd: None, export: Mutex::new(None) }), count, flags))
-}
-
-/// `zeEventPoolPutIpcHandle`: one handle fewer; the last closes the pool's export fd.
-pub fn put_event_pool(d: &[u8; HANDLE_SIZE]) {
-    let fd = u64::from_ne_bytes(d[0..8].try_into().expect("8 bytes")) as i32;
-    let mut t = tracked_pools();
-    let Some(entry) = t.get_mut(&fd) else { return };
-    entry.0 -= 1;
-    if entry.0 > 0 {
-        return;
-    }
-    let mem = entry.1.upgrade();
-    t.remove(&fd);
-    drop(t);
-    if let Some(fd) = mem.and_then(|m| m.export.lock().unwrap_or_else(|e| e.into_inner()).take()) {
-        os::close(fd);
-    }
 }
 
 #[cfg(test)]
@@ -535,11 +496,14 @@ mod tests {
             assert_eq!(zeMemPutIpcHandle(c, a), ZE_RESULT_SUCCESS);
             assert_eq!(zeMemGetFileDescriptorFromIpcHandleExp(c, a, &mut fd), ZE_RESULT_SUCCESS, "one handle left");
             assert_eq!(zeMemPutIpcHandle(c, b), ZE_RESULT_SUCCESS);
-            assert_eq!(zeMemGetFileDescriptorFromIpcHandleExp(c, a, &mut fd), ZE_RESULT_ERROR_INVALID_ARGUMENT);
-            assert_eq!(zeMemGetIpcHandleFromFileDescriptorExp(c, fd, &mut again), ZE_RESULT_ERROR_INVALID_ARGUMENT);
-            // A handle whose exporter closed its fd no longer opens.
-            let mut q = null_mut();
-            assert_eq!(zeMemOpenIpcHandle(c, d, a, 0, &mut q), ZE_RESULT_ERROR_INVALID_ARGUMENT);
+            assert_eq!(zeMemGetFileDescriptorFromIpcHandleExp(c, a, &mut fd), ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+            assert_eq!(zeMemGetIpcHandleFromFileDescriptorExp(c, fd, &mut again), ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+            // The export fd was closed: the next handle names a new one.
+            let mut n = ze_ipc_mem_handle_t { data: [0; HANDLE_SIZE] };
+            assert_eq!(zeMemGetIpcHandle(c, p.cast(), &mut n), ZE_RESULT_SUCCESS);
+            let mut fd2 = 0u64;
+            assert_eq!(zeMemGetFileDescriptorFromIpcHandleExp(c, n, &mut fd2), ZE_RESULT_SUCCESS);
+            assert!(libc::fcntl(fd2 as i32, libc::F_GETFD) >= 0, "the new export fd is open");
             assert_eq!(zeMemFree(c, p.cast()), ZE_RESULT_SUCCESS);
         }
     }
@@ -579,7 +543,17 @@ mod tests {
         let e = event(pool, 2);
         // SAFETY: valid handle.
         assert_eq!(unsafe { zeEventQueryStatus(e) }, ZE_RESULT_NOT_READY);
-        let status = child("ipc::tests::child_signals_event_2", &h.data.map(|b| b as u8));
+        // 26.14 opens the fd in the handle as the importer's own: the caller passes it (here by
+        // inheritance: a duplicate without close-on-exec, its number written into the handle).
+        let mut d = h.data.map(|b| b as u8);
+        let fd = u64::from_ne_bytes(d[0..8].try_into().unwrap()) as i32;
+        // SAFETY: dup of an open fd; closed below.
+        let inherited = unsafe { libc::dup(fd) };
+        assert!(inherited >= 0);
+        d[0..8].copy_from_slice(&(inherited as u64).to_ne_bytes());
+        let status = child("ipc::tests::child_signals_event_2", &d);
+        // SAFETY: our own duplicate.
+        unsafe { libc::close(inherited) };
         assert!(status.success(), "the child could not open the pool or signal: {status}");
         // SAFETY: valid handle.
         assert_eq!(unsafe { zeEventHostSynchronize(e, 5_000_000_000) }, ZE_RESULT_SUCCESS);
@@ -604,18 +578,13 @@ mod tests {
 
     #[test]
     fn handle_layout_is_the_drivers_packed_opaque_data() {
-        let h =
-            Handle { fd: 7, offset: 0x1000, pid: 4242, handle_type: FD_HANDLE, memory_type: HOST_USM, opaque_fd: 7 };
+        let h = Handle { fd: 7, offset: 0x1000, pid: 4242, handle_type: FD_HANDLE, memory_type: HOST_USM };
         let d = h.encode();
         assert_eq!(&d[0..4], &7i32.to_ne_bytes());
         assert_eq!(&d[8..16], &0x1000u64.to_ne_bytes());
         assert_eq!(&d[16..20], &4242u32.to_ne_bytes());
         assert_eq!((d[20], d[21]), (FD_HANDLE, HOST_USM));
-        assert_eq!(&d[22..26], &7i32.to_ne_bytes());
-        assert!(d[26..].iter().all(|b| *b == 0));
+        assert!(d[22..].iter().all(|b| *b == 0), "no reserved data, not compressed");
         assert_eq!(Handle::decode(&d), h);
-        let mut replaced = d;
-        replaced[0..4].copy_from_slice(&9i32.to_ne_bytes());
-        assert!(!Handle::decode(&replaced).as_made());
     }
 }

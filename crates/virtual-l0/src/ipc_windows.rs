@@ -46,5 +46,3 @@ pub fn event_pool_handle(_mem: &Arc<EventPoolMemory>, _count: u32, _flags: u32) 
 pub fn open_event_pool(_d: &[u8; HANDLE_SIZE]) -> ZeResult<(Arc<EventPoolMemory>, u32, u32)> {
     Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
 }
-
-pub fn put_event_pool(_d: &[u8; HANDLE_SIZE]) {}

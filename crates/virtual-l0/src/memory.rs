@@ -281,7 +281,7 @@ fn exported() -> std::sync::MutexGuard<'static, std::collections::HashSet<Ident>
 
 /// Whether `h` (of buffer `ident`) is driver-shareable memory: one of our exports, or (Linux) a
 /// real dma-buf.
-fn is_shareable(h: os::Raw, ident: Ident) -> bool {
+pub fn is_shareable(h: os::Raw, ident: Ident) -> bool {
     exported().contains(&ident) || os::is_foreign_shareable(h, ident)
 }
 

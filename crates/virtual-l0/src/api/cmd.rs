@@ -734,8 +734,8 @@ ze_api! {
             _ => Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE),
         }
     }
-    /// `EventPool::openEventPoolIpcHandle`: a pool over the exporter's event memory; its events are
-    /// the exporter's events at the same indices.
+    /// `EventPool::openEventPoolIpcHandle`: a pool over the exporter's event memory (the fd in the
+    /// handle is this process's: see `crate::ipc`); its events are the exporter's at the same indices.
     fn zeEventPoolOpenIpcHandle(ctx: ze_context_handle_t, h: ze_ipc_event_pool_handle_t, o: *mut ze_event_pool_handle_t) {
         // SAFETY: handle validated; out-parameter from the caller.
         let (c, o) = unsafe { (context_from(ctx)?, out(o)?) };
@@ -751,15 +751,11 @@ ze_api! {
         // SAFETY: no further use of the pool (L0 rule).
         unsafe { objects::destroy::<EventPool, _>(p) }.map(drop)
     }
-    /// `Context::putIpcEventPoolHandle`: the last handle of a pool closes its export fd.
-    fn zeEventPoolPutIpcHandle(ctx: ze_context_handle_t, h: ze_ipc_event_pool_handle_t) {
+    /// 26.14's `zeEventPoolPutIpcHandle` is `UNSUPPORTED_FEATURE` (`ze_event_api_entrypoints.h`).
+    fn zeEventPoolPutIpcHandle(ctx: ze_context_handle_t, _h: ze_ipc_event_pool_handle_t) {
         // SAFETY: handle validated.
-        let c = unsafe { context_from(ctx) }?;
-        if c.driver() != objects::DriverKind::Gpu {
-            return Err(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
-        }
-        crate::ipc::put_event_pool(&h.data.map(|b| b as u8));
-        Ok(())
+        unsafe { context_from(ctx) }?;
+        Err::<(), _>(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE)
     }
     fn zeEventPoolDestroy(p: ze_event_pool_handle_t) {
         // SAFETY: no further use of the pool (L0 rule).

@@ -63,32 +63,25 @@ impl Drop for PhysicalMem {
 struct Mapping {
     size: usize,
     physical: usize,
-    /// Where in the physical memory the mapping starts.
-    offset: usize,
     id: u64,
 }
 
-/// What an IPC handle of physical memory names: the export fd of the physical allocation, the
-/// offset of the memory in it, whether it is device memory, and the physical handle.
+/// What an IPC handle of mapped virtual memory names: the export fd of the physical allocation
+/// behind the mapping, and the physical handle.
 pub struct IpcSource {
     pub fd: libc::c_int,
-    pub offset: u64,
-    pub device: bool,
     pub physical: usize,
 }
 
-/// The IPC source of `ptr` when it is a physical memory handle (offset 0) or lies in a mapping of
-/// one (the mapping's offset: compute-runtime's `mappedPhysicalOffset`); `None` otherwise.
+/// The IPC source of `ptr` when it lies in a mapping of physical memory (compute-runtime 26.14 keeps
+/// no physical offset: the handle names the whole physical allocation); `None` otherwise, a physical
+/// memory handle itself included (no SVM allocation to 26.14).
 pub fn ipc_source(ptr: usize) -> Option<ZeResult<IpcSource>> {
-    let (physical, offset) = {
+    let physical = {
         let mut rs = reservations();
-        match containing(&mut rs, ptr, 1) {
-            Some((_, r)) => {
-                let (_, m) = r.mappings.range(..=ptr).next_back().filter(|(b, m)| ptr < **b + m.size)?;
-                (m.physical, m.offset)
-            }
-            None => (ptr, 0),
-        }
+        let (_, r) = containing(&mut rs, ptr, 1)?;
+        let (_, m) = r.mappings.range(..=ptr).next_back().filter(|(b, m)| ptr < **b + m.size)?;
+        m.physical
     };
     // SAFETY: the value is checked against the live objects before it is read.
     let pm = unsafe { objects::get::<PhysicalMem, _>(physical as ze_physical_mem_handle_t) }.ok()?;
@@ -100,7 +93,7 @@ pub fn ipc_source(ptr: usize) -> Option<ZeResult<IpcSource>> {
             None => return Some(Err(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY)),
         },
     };
-    Some(Ok(IpcSource { fd, offset: offset as u64, device: pm.device, physical }))
+    Some(Ok(IpcSource { fd, physical }))
 }
 
 /// Closes the export fd of physical memory `physical` (its last IPC handle was put).
@@ -320,7 +313,7 @@ ze_api! {
             return Err(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
         }
         let id = crate::memory::register_mapping(DriverKind::Gpu, r.context, 0, ptr as usize, size);
-        r.mappings.insert(ptr as usize, Mapping { size, physical: h as usize, offset, id });
+        r.mappings.insert(ptr as usize, Mapping { size, physical: h as usize, id });
         Ok(())
     }
     /// `Context::unMapVirtualMem`: `size` a multiple of its page size (`UNSUPPORTED_SIZE`), `ptr`
