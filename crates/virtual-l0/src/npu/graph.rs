@@ -29,6 +29,10 @@ use super::engine::{self, Conversions, Elem};
 use super::format::{self, BuildFlags};
 use super::ir;
 
+/// Graph arguments in imported shareable memory (dma-buf on Linux, NT handle on Windows), as
+/// `memory::shared_counter` names them.
+const GRAPH_ARGS_SHARED: &str = if cfg!(windows) { "npu.graph_args.nt_handle" } else { "npu.graph_args.dma_buf" };
+
 /// The graph extension version this driver implements and advertises.
 pub const GRAPH_EXT_VERSION: u32 = ZE_GRAPH_EXT_VERSION_1_16;
 /// The compiler version reported by `pfnDeviceGetGraphProperties` (≤ 7.26 makes the plugin run
@@ -203,7 +207,7 @@ impl Graph {
             }
         }
         if fd > 0 {
-            crate::counters::add(&format!("npu.graph_args.{}", crate::memory::shared_counter()), fd);
+            crate::counters::add(GRAPH_ARGS_SHARED, fd);
         }
         if sys > 0 {
             crate::counters::add("npu.graph_args.sysmem", sys);
@@ -697,7 +701,7 @@ unsafe fn create_graph(
             );
             crate::counters::add("npu.graphs", 1);
             // Registered with the first graph, so they read 0 rather than "unknown" before any execution.
-            crate::counters::add(&format!("npu.graph_args.{}", crate::memory::shared_counter()), 0);
+            crate::counters::add(GRAPH_ARGS_SHARED, 0);
             crate::counters::add("npu.graph_args.sysmem", 0);
             *out_graph =
                 create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
