@@ -197,7 +197,7 @@ fn report(
     let _ = writeln!(
         s,
         "{}\n\nMachine: {}, {} CPUs; OpenVINO {}. Every figure is a ratio of medians measured in this one run, \
-         the variants of each comparison interleaved round by round (rotating order). CPU time is the process's \
+         the variants of each comparison interleaved round by round (a new order each round). CPU time is the process's \
          (every thread, getrusage) per inference.\n",
         if virt {
             "**Virtual-platform numbers.** No Intel NPU here: the \"NPU\" is the virtual Level Zero platform, whose \
@@ -221,11 +221,14 @@ fn report(
          L0 host tensor (the plugin's own memory, no copy, no import) at the same size, same process, same round. \
          Every buffer and request of a size is made afresh {} times and the rounds of all are pooled: where a \
          buffer lands (cache sets, TLB reach) moves one allocation's time by up to 14% at 1 and 16 MiB, even \
-         between two identical L0 host tensors. `memcpy` is this machine's single-core copy of the input \
+         between two identical L0 host tensors. Up to 16 MiB each path's calls also rotate over {} requests \
+         of its own, each with its own input (and output) buffer: every buffer has a placement of its own, \
+         and every path works on as many buffers. `memcpy` is this machine's single-core copy of the input \
          bytes, measured in the same rounds; *copy ÷ memcpy* = (copied path − floor) ÷ memcpy: what the plugin's \
          copy costs against the physical limit of what zero-copy saves. Sizes: {} to {}{}.\n",
         sweep::PATHS[..8].iter().map(|p| format!("*{}*", sweep::label(p))).collect::<Vec<_>>().join(", "),
         sweep::PLACEMENTS,
+        sweep::requests_per_path(16 << 20),
         size_label(sizes[0]),
         size_label(*sizes.last().unwrap_or(&0)),
         if a.max_bytes < 256 << 20 { " (limited with --max-bytes)" } else { "" }

@@ -1,4 +1,4 @@
-//! Interleaved measurement: every variant of a comparison runs in each round, in a rotating order,
+//! Interleaved measurement: every variant of a comparison runs in each round, in a shuffled order,
 //! so that the machine's background load falls on all of them alike; medians are compared.
 
 use std::time::Instant;
@@ -92,7 +92,7 @@ pub fn median(v: &[f64]) -> f64 {
 
 /// Runs every variant `warmup` times, then picks the calls per variant so that the whole
 /// comparison takes about `budget` seconds (between `min_calls` and `max_calls` per variant), and
-/// runs them in rounds: each round runs a batch of each variant, the order rotating per round.
+/// runs them in rounds: each round runs a batch of each variant, in a new order each round.
 pub fn interleave(
     variants: &mut [Variant<'_>],
     budget: f64,
@@ -116,10 +116,21 @@ pub fn interleave(
     for v in variants.iter_mut() {
         v.counters = counter_names.iter().map(|n| (*n, 0)).collect();
     }
-    for round in 0..rounds {
-        let n = variants.len();
-        for k in 0..n {
-            let v = &mut variants[(round + k) % n];
+    let n = variants.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..rounds {
+        // A fresh order each round: a fixed cyclic order would have each variant always follow
+        // the same one, whose buffers decide what is left in the caches (several per cent at
+        // 256 KiB to 1 MiB here).
+        for i in (1..n).rev() {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            order.swap(i, (seed % (i as u64 + 1)) as usize);
+        }
+        for &k in &order {
+            let v = &mut variants[k];
             let before: Vec<u64> = counter_names.iter().map(|c| counter(c)).collect();
             let c0 = testkit::cpu_time::process_cpu_time();
             for _ in 0..batch {

@@ -155,8 +155,20 @@ pub fn parse(line: &str) -> Option<Row> {
     })
 }
 
-/// How many fresh placements each size is measured over.
-pub const PLACEMENTS: usize = 7;
+/// How many fresh placements each size is measured over. With 7, the luck of one run's
+/// placements still moved every imported path together by up to 8% at 1 MiB between runs.
+pub const PLACEMENTS: usize = 15;
+
+/// How many requests each path's calls rotate over at this size. Each request has its own output
+/// buffer, and where that buffer lands moves a request's time by ±7% at 1 MiB; up to 16 MiB three
+/// requests per path spread that luck. Above, memory bandwidth dominates and one request suffices.
+pub fn requests_per_path(bytes: usize) -> usize {
+    if bytes <= 16 << 20 {
+        3
+    } else {
+        1
+    }
+}
 
 /// One size's model and inputs; `measure` makes every path's buffers and requests afresh.
 struct Placement<'e> {
@@ -190,104 +202,159 @@ impl Placement<'_> {
                 })
                 .collect()
         };
-        // Plain tensor 64 bytes past a page boundary: shadow-copied.
-        let mut backing = PageAlignedBuffer::new(bytes + 4096)?;
-        backing.as_bytes_mut()[64..64 + bytes].copy_from_slice(input);
-        let ptr = backing.as_mut_ptr().cast::<u8>().wrapping_add(64).cast();
-        let owner: KeepAlive = Arc::new(backing);
-        // SAFETY: `ptr` is 64 bytes into a live mapping of bytes + 4096 bytes; `owner` keeps it
-        // alive as long as the tensor; nothing else writes it.
-        let unaligned = unsafe { Tensor::from_host_ptr(ElementType::F32, shape, ptr, Some(owner))? };
-        let aligned = PageAlignedBuffer::from_slice(input)?.into_tensor(ElementType::F32, shape)?;
-        let t = Instant::now();
-        let cpu_va = match npu.import(PageAlignedBuffer::from_slice(input)?, ElementType::F32, shape, TensorType::Input)
-        {
-            Ok(t) => Some(t),
-            Err(e) => {
-                if report_missing {
-                    println!("MISSING\t{profile}\tcpu_va\t{}", e.to_string().replace(['\t', '\n'], " "));
-                }
-                None
+        let per_path = requests_per_path(bytes);
+        // Each request of a path gets its own input, as it has its own output: every path then
+        // works on the same number of buffers (which decides what stays in the caches).
+        let each = |make: &mut dyn FnMut() -> Result<()>| (0..per_path).try_for_each(|_| make());
+        let mut unaligned = Vec::new();
+        each(&mut || {
+            // Plain tensor 64 bytes past a page boundary: shadow-copied.
+            let mut backing = PageAlignedBuffer::new(bytes + 4096)?;
+            backing.as_bytes_mut()[64..64 + bytes].copy_from_slice(input);
+            let ptr = backing.as_mut_ptr().cast::<u8>().wrapping_add(64).cast();
+            let owner: KeepAlive = Arc::new(backing);
+            // SAFETY: `ptr` is 64 bytes into a live mapping of bytes + 4096 bytes; `owner` keeps it
+            // alive as long as the tensor; nothing else writes it.
+            unaligned.push(unsafe { Tensor::from_host_ptr(ElementType::F32, shape, ptr, Some(owner))? });
+            Ok(())
+        })?;
+        let mut aligned = Vec::new();
+        each(&mut || {
+            aligned.push(PageAlignedBuffer::from_slice(input)?.into_tensor(ElementType::F32, shape)?);
+            Ok(())
+        })?;
+        // The import time of each path is its first tensor's.
+        let timed = |imports: &mut Vec<f64>, t: Instant| imports.push(secs(t));
+        let (mut cpu_va, mut cpu_va_import) = (Vec::new(), Vec::new());
+        let cpu_va_result = each(&mut || {
+            let t = Instant::now();
+            cpu_va.push(npu.import(
+                PageAlignedBuffer::from_slice(input)?,
+                ElementType::F32,
+                shape,
+                TensorType::Input,
+            )?);
+            timed(&mut cpu_va_import, t);
+            Ok(())
+        });
+        if let Err(e) = cpu_va_result {
+            if report_missing {
+                println!("MISSING\t{profile}\tcpu_va\t{}", e.to_string().replace(['\t', '\n'], " "));
             }
-        };
-        let cpu_va_import = secs(t);
-        let dma_mem = alloc(1)?.pop().expect("one");
-        let t = Instant::now();
-        let dma = npu.import(dma_mem.export_dma_buf()?, ElementType::F32, shape, TensorType::Input)?;
-        let dma_import = secs(t);
-        let pool = NpuPool::from_buffers(npu, alloc(2)?)?;
-        let per_use = alloc(2)?;
-        let rebind_mem = alloc(2)?;
+            cpu_va.clear();
+        }
+        let dma_mem = alloc(per_path)?;
+        let (mut dma, mut dma_import) = (Vec::new(), Vec::new());
+        for m in &dma_mem {
+            let t = Instant::now();
+            dma.push(npu.import(m.export_dma_buf()?, ElementType::F32, shape, TensorType::Input)?);
+            timed(&mut dma_import, t);
+        }
+        let pool = NpuPool::from_buffers(npu, alloc(per_path.max(2))?)?;
+        // Rebinding needs two tensors; with more requests, as many as the other paths have inputs.
+        let per_use = alloc(per_path.max(2))?;
+        let rebind_mem = alloc(per_path.max(2))?;
+        // Call `i` runs request `i % per_path` with tensor `(i / per_path + i % per_path) % n`: a
+        // request's successive calls bind a different tensor each time.
+        let turn = |i: usize, n: usize| (i / per_path + i % per_path) % n;
         let rebind: Vec<_> = rebind_mem
             .iter()
             .map(|m| npu.import(m.export_dma_buf()?, ElementType::F32, shape, TensorType::Input))
             .collect::<Result<_>>()?;
-        let t = Instant::now();
-        let mut floor = npu.l0_host_tensor(ElementType::F32, shape, TensorType::Binded)?;
-        floor.host_bytes_mut()?.copy_from_slice(input);
-        let floor_import = secs(t);
+        let (mut floor, mut floor_import) = (Vec::new(), Vec::new());
+        each(&mut || {
+            let t = Instant::now();
+            let mut f = npu.l0_host_tensor(ElementType::F32, shape, TensorType::Binded)?;
+            f.host_bytes_mut()?.copy_from_slice(input);
+            floor.push(f);
+            timed(&mut floor_import, t);
+            Ok(())
+        })?;
 
         // (path, import call s, first inference s) for the one-time costs.
         let mut once: Vec<(&'static str, f64, f64)> = Vec::new();
         let mut variants: Vec<Variant<'_>> = Vec::new();
-        // Each path on its own request; the first inference is timed alone.
+        let requests = || (0..per_path).map(|_| compiled.create_infer_request()).collect::<Result<Vec<_>>>();
+        // Each path on its own requests, each with its own tensor, its calls rotating over them;
+        // the first inference of the first request is timed alone.
         macro_rules! bound {
-            ($name:expr, $import:expr, $tensor:expr) => {{
-                let mut r = compiled.create_infer_request()?;
-                let t = Instant::now();
-                r.set_input_tensor(0, $tensor)?;
-                r.infer()?;
-                once.push(($name, $import, secs(t)));
-                variants.push(Variant::new($name, move || r.infer()));
+            ($name:expr, $import:expr, $tensors:expr) => {{
+                let mut rs = requests()?;
+                for (k, r) in rs.iter_mut().enumerate() {
+                    let t = Instant::now();
+                    r.set_input_tensor(0, &$tensors[k])?;
+                    r.infer()?;
+                    if k == 0 {
+                        once.push(($name, $import, secs(t)));
+                    }
+                }
+                let mut i = 0usize;
+                variants.push(Variant::new($name, move || {
+                    i += 1;
+                    rs[i % per_path].infer()
+                }));
             }};
         }
-        bound!("unaligned", 0.0, &unaligned);
-        bound!("aligned", 0.0, &aligned);
-        if let Some(t) = &cpu_va {
-            bound!("cpu_va", cpu_va_import, t);
+        bound!("unaligned", 0.0, unaligned);
+        bound!("aligned", 0.0, aligned);
+        if !cpu_va.is_empty() {
+            bound!("cpu_va", cpu_va_import[0], cpu_va);
         }
-        bound!("dma_buf", dma_import, &dma);
+        bound!("dma_buf", dma_import[0], dma);
         {
-            let mut r = compiled.create_infer_request()?;
-            let t = Instant::now();
-            let first = pool.tensor(ElementType::F32, shape)?;
-            let import = secs(t);
-            let t = Instant::now();
-            r.set_input_tensor(0, &first)?;
-            r.infer()?;
-            once.push(("pool", import, secs(t)));
-            drop(first);
+            let mut rs = requests()?;
+            for (k, r) in rs.iter_mut().enumerate() {
+                let t = Instant::now();
+                let first = pool.tensor(ElementType::F32, shape)?;
+                let import = secs(t);
+                let t = Instant::now();
+                r.set_input_tensor(0, &first)?;
+                r.infer()?;
+                if k == 0 {
+                    once.push(("pool", import, secs(t)));
+                }
+            }
             let pool = &pool;
+            let mut i = 0usize;
             variants.push(Variant::new("pool", move || {
+                i += 1;
+                let r = &mut rs[i % per_path];
                 // Request affinity: the tensor this request has bound comes back to it.
-                let t = pool.input_for(&r, 0)?;
+                let t = pool.input_for(r, 0)?;
                 r.set_input_tensor(0, &t)?;
                 r.infer()
             }));
         }
         {
             // What the pool adds to rebinding: the same two-tensor alternation, tensors kept.
-            let mut r = compiled.create_infer_request()?;
+            let mut rs = requests()?;
             let rebind = &rebind;
             let mut i = 0usize;
             variants.push(Variant::new("rebind", move || {
                 i += 1;
-                r.set_input_tensor(0, &rebind[i % 2])?;
+                let r = &mut rs[i % per_path];
+                r.set_input_tensor(0, &rebind[turn(i, rebind.len())])?;
                 r.infer()
             }));
         }
         {
-            let mut r = compiled.create_infer_request()?;
+            let mut rs = requests()?;
             let per_use = &per_use;
             let mut i = 0usize;
             variants.push(Variant::new("import_per_use", move || {
                 i += 1;
-                let t = npu.import(per_use[i % 2].export_dma_buf()?, ElementType::F32, shape, TensorType::Input)?;
+                let t = npu.import(
+                    per_use[turn(i, per_use.len())].export_dma_buf()?,
+                    ElementType::F32,
+                    shape,
+                    TensorType::Input,
+                )?;
+                let r = &mut rs[i % per_path];
                 r.set_input_tensor(0, &t)?;
                 r.infer()
             }));
         }
-        bound!("floor", floor_import, &floor);
+        bound!("floor", floor_import[0], floor);
         let src = input.to_vec();
         let mut dst = vec![0u8; bytes];
         dst.copy_from_slice(&src);
