@@ -32,7 +32,7 @@ fn npu_numbers(g: NpuGeneration) -> (u32, u32, u32, u64, u32) {
 /// linux-npu-driver 1.32.1 does (`device.cpp` `Device::getProperties`): base fields first, then the
 /// chain, where the NPU takes only the IP-version and mutable-command-list entries and answers any
 /// other stype with `INVALID_ARGUMENT` (`handleExtensionProperty`), the fields above already written.
-fn fill_properties(kind: DriverKind, p: &mut ze_device_properties_t) -> ZeResult {
+pub(crate) fn fill_properties(kind: DriverKind, p: &mut ze_device_properties_t) -> ZeResult {
     let prof = profile::current();
     let cycles = p.stype == stypes::DEVICE_PROPERTIES_1_2;
     p.vendorId = 0x8086;

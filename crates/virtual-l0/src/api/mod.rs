@@ -8,6 +8,7 @@ pub mod driver;
 pub mod loader;
 pub mod memory;
 pub mod stubs;
+pub mod sysman;
 #[cfg(unix)]
 pub mod virtual_mem;
 #[cfg(windows)]

@@ -152,7 +152,6 @@ ze_unsupported! {
     zesDeviceEnumActiveVFExp
     zesDeviceEnumDiagnosticTestSuites
     zesDeviceEnumEnabledVFExp
-    zesDeviceEnumEngineGroups
     zesDeviceEnumFabricPorts
     zesDeviceEnumFans
     zesDeviceEnumFirmwares
@@ -168,12 +167,10 @@ ze_unsupported! {
     zesDeviceEnumStandbyDomains
     zesDeviceEnumTemperatureSensors
     zesDeviceEventRegister
-    zesDeviceGet
     zesDeviceGetCardPowerDomain
     zesDeviceGetEccState
     zesDeviceGetOverclockControls
     zesDeviceGetOverclockDomains
-    zesDeviceGetProperties
     zesDeviceGetState
     zesDeviceGetSubDevicePropertiesExp
     zesDevicePciGetBars
@@ -193,13 +190,10 @@ ze_unsupported! {
     zesDiagnosticsRunTests
     zesDriverEventListen
     zesDriverEventListenEx
-    zesDriverGet
     zesDriverGetDeviceByUuidExp
     zesDriverGetExtensionFunctionAddress
     zesDriverGetExtensionProperties
-    zesEngineGetActivity
     zesEngineGetActivityExt
-    zesEngineGetProperties
     zesFabricPortGetConfig
     zesFabricPortGetFabricErrorCounters
     zesFabricPortGetLinkType
@@ -237,7 +231,6 @@ ze_unsupported! {
     zesFrequencyOcSetTjMax
     zesFrequencyOcSetVoltageTarget
     zesFrequencySetRange
-    zesInit
     zesLedGetProperties
     zesLedGetState
     zesLedSetColor
