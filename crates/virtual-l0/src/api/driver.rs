@@ -32,12 +32,14 @@ pub const GPU_DRIVER_UUID: [u8; 16] = *b"vl0-gpu-driver\0\x01";
 /// Bit `1 << kind` set once `zeInit` made that driver visible. Never cleared.
 static VISIBLE: AtomicU32 = AtomicU32::new(0);
 
-fn bit(k: DriverKind) -> u32 {
+pub(crate) fn bit(k: DriverKind) -> u32 {
     1 << (k as u32)
 }
 
-/// Whether driver `k` accepts `zeInit(flags)`: GPU for 0 or GPU_ONLY, NPU for 0 or VPU_ONLY.
-fn accepts_init(k: DriverKind, flags: u32) -> bool {
+/// Whether driver `k` accepts `zeInit(flags)`, and `zesInit(flags)`, which both drivers check the
+/// same way (compute-runtime 26.14 `sysman_driver.cpp` `init`, linux-npu-driver 1.32.1
+/// `driver.cpp` `init`): GPU for 0 or GPU_ONLY, NPU for 0 or VPU_ONLY.
+pub(crate) fn accepts_init(k: DriverKind, flags: u32) -> bool {
     flags == 0
         || match k {
             DriverKind::Gpu => flags & ZE_INIT_FLAG_GPU_ONLY != 0,

@@ -12,6 +12,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::device::fill_properties;
+use super::driver::{accepts_init, bit};
 use crate::export::{enumerate, out, set_cstr, ZeResult};
 use crate::objects::{device, device_from, driver, driver_from, DriverKind};
 use crate::profile::{self, NpuGeneration};
@@ -77,21 +78,6 @@ pub struct ZesEngineStats {
 
 /// Drivers whose `zesInit` succeeded (bit per `DriverKind`).
 static INITIALIZED: AtomicU32 = AtomicU32::new(0);
-
-fn bit(k: DriverKind) -> u32 {
-    1 << (k as u32)
-}
-
-/// Each driver's own check of the flags: compute-runtime 26.14 `sysman_driver.cpp` `init` takes 0
-/// or flags with `ZE_INIT_FLAG_GPU_ONLY`, linux-npu-driver 1.32.1 `driver.cpp` `init` 0 or flags
-/// with `ZE_INIT_FLAG_VPU_ONLY`; any other value is `UNINITIALIZED` for that driver.
-fn accepts(k: DriverKind, flags: u32) -> bool {
-    flags == 0
-        || match k {
-            DriverKind::Gpu => flags & ZE_INIT_FLAG_GPU_ONLY != 0,
-            DriverKind::Npu => flags & ZE_INIT_FLAG_VPU_ONLY != 0,
-        }
-}
 
 fn initialized() -> Vec<DriverKind> {
     let v = INITIALIZED.load(Ordering::Acquire);
@@ -180,12 +166,29 @@ fn gpu_properties(p: &mut ZesDeviceProperties) {
     set_cstr(&mut p.serial_number, "unknown");
 }
 
+/// An engine handle, which is the NPU device's (`zesDeviceEnumEngineGroups`); anything else is
+/// refused as the NPU driver's null check would.
+///
+/// # Safety
+/// `h` is null or a handle the caller got from this platform.
+unsafe fn npu_engine(h: *mut c_void) -> ZeResult {
+    if h.is_null() {
+        return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+    }
+    // SAFETY: validated by device_from, per this function's contract.
+    let d = unsafe { device_from(h.cast()) }?;
+    if d.driver() != DriverKind::Npu {
+        return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
+    }
+    Ok(())
+}
+
 ze_api! {
     fn zesInit(flags: u32) {
         crate::profile::check().map_err(|_| ZE_RESULT_ERROR_UNINITIALIZED)?;
         let mut any = false;
         for k in DriverKind::ALL {
-            if accepts(k, flags) {
+            if accepts_init(k, flags) {
                 INITIALIZED.fetch_or(bit(k), Ordering::AcqRel);
                 any = true;
             }
@@ -254,14 +257,8 @@ ze_api! {
         Ok(())
     }
     fn zesEngineGetProperties(h: *mut c_void, props: *mut ZesEngineProperties) {
-        if h.is_null() {
-            return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
-        }
-        // SAFETY: the engine handle is the NPU device's (validated); out-parameter from the caller.
-        let (d, p) = unsafe { (device_from(h.cast())?, out(props)?) };
-        if d.driver() != DriverKind::Npu {
-            return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
-        }
+        // SAFETY: the caller's engine handle and out-parameter.
+        let p = unsafe { npu_engine(h).and_then(|_| out(props)) }?;
         // `device.cpp` `Device::engineGetProperties`.
         p.type_ = ENGINE_GROUP_COMPUTE_ALL;
         p.on_subdevice = 0;
@@ -269,14 +266,8 @@ ze_api! {
         Ok(())
     }
     fn zesEngineGetActivity(h: *mut c_void, stats: *mut ZesEngineStats) {
-        if h.is_null() {
-            return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
-        }
-        // SAFETY: the engine handle is the NPU device's (validated); out-parameter from the caller.
-        let (d, _) = unsafe { (device_from(h.cast())?, out(stats)?) };
-        if d.driver() != DriverKind::Npu {
-            return Err(ZE_RESULT_ERROR_INVALID_NULL_HANDLE);
-        }
+        // SAFETY: the caller's engine handle and out-parameter.
+        unsafe { npu_engine(h).and_then(|_| out(stats)) }?;
         // `Device::engineGetActivity` reads the kernel's `npu_busy_time_us` sysfs file and answers
         // UNINITIALIZED when it cannot; there is no such file here.
         let no_busy_time: ZeResult = Err(ZE_RESULT_ERROR_UNINITIALIZED);
