@@ -53,6 +53,22 @@ fn secs(t: Instant) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
+/// `n` of what `make(k)` makes, and the seconds the first one took (a path's import cost).
+fn made<T>(n: usize, mut make: impl FnMut(usize) -> Result<T>) -> Result<(Vec<T>, f64)> {
+    let mut first = 0.0;
+    let v = (0..n)
+        .map(|k| {
+            let t = Instant::now();
+            let x = make(k)?;
+            if k == 0 {
+                first = secs(t);
+            }
+            Ok(x)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((v, first))
+}
+
 /// Runs the sweep under this process's `VL0_PROFILE` and prints one `ROW` line per path and size.
 pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
     let selection = virtual_platform::select(false)?;
@@ -205,9 +221,7 @@ impl Placement<'_> {
         let per_path = requests_per_path(bytes);
         // Each request of a path gets its own input, as it has its own output: every path then
         // works on the same number of buffers (which decides what stays in the caches).
-        let each = |make: &mut dyn FnMut() -> Result<()>| (0..per_path).try_for_each(|_| make());
-        let mut unaligned = Vec::new();
-        each(&mut || {
+        let (unaligned, _) = made(per_path, |_| {
             // Plain tensor 64 bytes past a page boundary: shadow-copied.
             let mut backing = PageAlignedBuffer::new(bytes + 4096)?;
             backing.as_bytes_mut()[64..64 + bytes].copy_from_slice(input);
@@ -215,41 +229,25 @@ impl Placement<'_> {
             let owner: KeepAlive = Arc::new(backing);
             // SAFETY: `ptr` is 64 bytes into a live mapping of bytes + 4096 bytes; `owner` keeps it
             // alive as long as the tensor; nothing else writes it.
-            unaligned.push(unsafe { Tensor::from_host_ptr(ElementType::F32, shape, ptr, Some(owner))? });
-            Ok(())
+            unsafe { Tensor::from_host_ptr(ElementType::F32, shape, ptr, Some(owner)) }
         })?;
-        let mut aligned = Vec::new();
-        each(&mut || {
-            aligned.push(PageAlignedBuffer::from_slice(input)?.into_tensor(ElementType::F32, shape)?);
-            Ok(())
-        })?;
-        // The import time of each path is its first tensor's.
-        let timed = |imports: &mut Vec<f64>, t: Instant| imports.push(secs(t));
-        let (mut cpu_va, mut cpu_va_import) = (Vec::new(), Vec::new());
-        let cpu_va_result = each(&mut || {
-            let t = Instant::now();
-            cpu_va.push(npu.import(
-                PageAlignedBuffer::from_slice(input)?,
-                ElementType::F32,
-                shape,
-                TensorType::Input,
-            )?);
-            timed(&mut cpu_va_import, t);
-            Ok(())
+        let (aligned, _) =
+            made(per_path, |_| PageAlignedBuffer::from_slice(input)?.into_tensor(ElementType::F32, shape))?;
+        let cpu_va = made(per_path, |_| {
+            npu.import(PageAlignedBuffer::from_slice(input)?, ElementType::F32, shape, TensorType::Input)
         });
-        if let Err(e) = cpu_va_result {
-            if report_missing {
-                println!("MISSING\t{profile}\tcpu_va\t{}", e.to_string().replace(['\t', '\n'], " "));
+        let cpu_va = match cpu_va {
+            Ok(made) => Some(made),
+            Err(e) => {
+                if report_missing {
+                    println!("MISSING\t{profile}\tcpu_va\t{}", e.to_string().replace(['\t', '\n'], " "));
+                }
+                None
             }
-            cpu_va.clear();
-        }
+        };
         let dma_mem = alloc(per_path)?;
-        let (mut dma, mut dma_import) = (Vec::new(), Vec::new());
-        for m in &dma_mem {
-            let t = Instant::now();
-            dma.push(npu.import(m.export_dma_buf()?, ElementType::F32, shape, TensorType::Input)?);
-            timed(&mut dma_import, t);
-        }
+        let (dma, dma_import) =
+            made(per_path, |k| npu.import(dma_mem[k].export_dma_buf()?, ElementType::F32, shape, TensorType::Input))?;
         let pool = NpuPool::from_buffers(npu, alloc(per_path.max(2))?)?;
         // Rebinding needs two tensors; with more requests, as many as the other paths have inputs.
         let per_use = alloc(per_path.max(2))?;
@@ -261,14 +259,10 @@ impl Placement<'_> {
             .iter()
             .map(|m| npu.import(m.export_dma_buf()?, ElementType::F32, shape, TensorType::Input))
             .collect::<Result<_>>()?;
-        let (mut floor, mut floor_import) = (Vec::new(), Vec::new());
-        each(&mut || {
-            let t = Instant::now();
+        let (floor, floor_import) = made(per_path, |_| {
             let mut f = npu.l0_host_tensor(ElementType::F32, shape, TensorType::Binded)?;
             f.host_bytes_mut()?.copy_from_slice(input);
-            floor.push(f);
-            timed(&mut floor_import, t);
-            Ok(())
+            Ok(f)
         })?;
 
         // (path, import call s, first inference s) for the one-time costs.
@@ -297,10 +291,10 @@ impl Placement<'_> {
         }
         bound!("unaligned", 0.0, unaligned);
         bound!("aligned", 0.0, aligned);
-        if !cpu_va.is_empty() {
-            bound!("cpu_va", cpu_va_import[0], cpu_va);
+        if let Some((cpu_va, cpu_va_import)) = cpu_va {
+            bound!("cpu_va", cpu_va_import, cpu_va);
         }
-        bound!("dma_buf", dma_import[0], dma);
+        bound!("dma_buf", dma_import, dma);
         {
             let mut rs = requests()?;
             for (k, r) in rs.iter_mut().enumerate() {
@@ -354,7 +348,7 @@ impl Placement<'_> {
                 r.infer()
             }));
         }
-        bound!("floor", floor_import[0], floor);
+        bound!("floor", floor_import, floor);
         let src = input.to_vec();
         let mut dst = vec![0u8; bytes];
         dst.copy_from_slice(&src);

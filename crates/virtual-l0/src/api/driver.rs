@@ -65,8 +65,12 @@ unsafe fn list_drivers(count: *mut u32, out_: *mut ze_driver_handle_t, kinds: &[
 
 /// The visible drivers in `zeDriverGet` order.
 pub fn visible() -> Vec<DriverKind> {
-    let v = VISIBLE.load(Ordering::Acquire);
-    DriverKind::ALL.into_iter().filter(|k| v & bit(*k) != 0).collect()
+    kinds_in(VISIBLE.load(Ordering::Acquire))
+}
+
+/// The drivers whose [`bit`] is set in `mask`, in `DriverKind::ALL`'s order.
+pub(crate) fn kinds_in(mask: u32) -> Vec<DriverKind> {
+    DriverKind::ALL.into_iter().filter(|k| mask & bit(*k) != 0).collect()
 }
 
 ze_api! {

@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::device::fill_properties;
-use super::driver::{accepts_init, bit};
+use super::driver::{accepts_init, bit, kinds_in};
 use crate::export::{enumerate, out, set_cstr, ZeResult};
 use crate::objects::{device, device_from, driver, driver_from, DriverKind};
 use crate::profile::{self, NpuGeneration};
@@ -78,11 +78,6 @@ pub struct ZesEngineStats {
 
 /// Drivers whose `zesInit` succeeded (bit per `DriverKind`).
 static INITIALIZED: AtomicU32 = AtomicU32::new(0);
-
-fn initialized() -> Vec<DriverKind> {
-    let v = INITIALIZED.load(Ordering::Acquire);
-    DriverKind::ALL.into_iter().filter(|k| v & bit(*k) != 0).collect()
-}
 
 /// The NPU's sysman model name: its hardware info's platform name (`vpu_hw_37xx.cpp`,
 /// `vpu_hw_40xx.cpp`, `vpu_hw_50xx.cpp`).
@@ -199,7 +194,7 @@ ze_api! {
         if count.is_null() {
             return Err(ZE_RESULT_ERROR_INVALID_NULL_POINTER);
         }
-        let kinds = initialized();
+        let kinds = kinds_in(INITIALIZED.load(Ordering::Acquire));
         // SAFETY: the caller's count/array pointers, per the enumeration contract.
         unsafe { enumerate(count, drivers, kinds.len(), |i, h| *h = driver(kinds[i]).handle()) }
     }

@@ -29,9 +29,12 @@ use super::engine::{self, Conversions, Elem};
 use super::format::{self, BuildFlags};
 use super::ir;
 
-/// Graph arguments in imported shareable memory (dma-buf on Linux, NT handle on Windows), as
-/// `memory::shared_counter` names them.
-const GRAPH_ARGS_SHARED: &str = if cfg!(windows) { "npu.graph_args.nt_handle" } else { "npu.graph_args.dma_buf" };
+/// The counter of graph arguments in imported shareable memory, named once (it is counted on every
+/// execution): `npu.graph_args.` and `memory::shared_counter`.
+fn graph_args_shared() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| format!("npu.graph_args.{}", crate::memory::shared_counter()))
+}
 
 /// The graph extension version this driver implements and advertises.
 pub const GRAPH_EXT_VERSION: u32 = ZE_GRAPH_EXT_VERSION_1_16;
@@ -207,7 +210,7 @@ impl Graph {
             }
         }
         if fd > 0 {
-            crate::counters::add(GRAPH_ARGS_SHARED, fd);
+            crate::counters::add(graph_args_shared(), fd);
         }
         if sys > 0 {
             crate::counters::add("npu.graph_args.sysmem", sys);
@@ -701,7 +704,7 @@ unsafe fn create_graph(
             );
             crate::counters::add("npu.graphs", 1);
             // Registered with the first graph, so they read 0 rather than "unknown" before any execution.
-            crate::counters::add(GRAPH_ARGS_SHARED, 0);
+            crate::counters::add(graph_args_shared(), 0);
             crate::counters::add("npu.graph_args.sysmem", 0);
             *out_graph =
                 create::<GraphObject, _>(DriverKind::Npu, GraphObject { graph: Arc::new(g), log: text.clone() });
