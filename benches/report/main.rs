@@ -219,7 +219,7 @@ fn report(
         "Model: `testkit::models::scale` (one f32 Multiply, work proportional to size), input and output of the \
          given size. Paths: {}. Ratio = the median over rounds of (path ÷ floor) per round, the floor being the \
          L0 host tensor (the plugin's own memory, no copy, no import) at the same size, same process, same round. \
-         Every buffer and request of a size is made afresh {} times and the rounds of all are pooled: where a \
+         Every buffer and request of a size is made afresh {} times ({} above 16 MiB) and the rounds of all are pooled: where a \
          buffer lands (cache sets, TLB reach) moves one allocation's time by up to 14% at 1 and 16 MiB, even \
          between two identical L0 host tensors. Up to 16 MiB each path's calls also rotate over {} requests \
          of its own, each with its own input (and output) buffer: every buffer has a placement of its own, \
@@ -227,7 +227,8 @@ fn report(
          bytes, measured in the same rounds; *copy ÷ memcpy* = (copied path − floor) ÷ memcpy: what the plugin's \
          copy costs against the physical limit of what zero-copy saves. Sizes: {} to {}{}.\n",
         sweep::PATHS[..8].iter().map(|p| format!("*{}*", sweep::label(p))).collect::<Vec<_>>().join(", "),
-        sweep::PLACEMENTS,
+        sweep::placements(16 << 20),
+        sweep::placements(64 << 20),
         sweep::requests_per_path(16 << 20),
         size_label(sizes[0]),
         size_label(*sizes.last().unwrap_or(&0)),
@@ -313,6 +314,32 @@ fn report(
     // Issue 25: a request handed back its own pool tensor costs what a tensor kept bound costs.
     let pool: Vec<_> = worst_zero_copy.iter().filter(|w| w.1 == "pool").collect();
     target_line(&mut s, "pool, reused by its request,", 1.03, &pool, |w| w.0.clone());
+    // What the target stands for, measured directly: each round also ran the kept dma-buf tensor, so
+    // the pool's ratio to it needs no floor, whose own placement luck moves every ratio above.
+    let vs_kept: Vec<(String, usize, f64)> = pool
+        .iter()
+        .filter_map(|w| get(&w.0, w.2, "pool").map(|r| (w.0.clone(), w.2, r.vs_kept)))
+        .filter(|w| w.2.is_finite())
+        .collect();
+    if !vs_kept.is_empty() {
+        let mut v: Vec<f64> = vs_kept.iter().map(|w| w.2).collect();
+        v.sort_by(|x, y| x.partial_cmp(y).expect("no NaN"));
+        let at: Vec<String> = vs_kept
+            .iter()
+            .filter(|w| pool.iter().any(|o| o.0 == w.0 && o.2 == w.1 && o.3 > 1.03))
+            .map(|w| format!("{} {} {:.2}x", w.0, size_label(w.1), w.2))
+            .collect();
+        let _ = writeln!(
+            s,
+            "Pool ÷ the dma-buf tensor kept bound, paired per round: {:.2}x to {:.2}x (median {:.2}x) over the \
+             {} cells{}.\n",
+            v[0],
+            v[v.len() - 1],
+            measure::median(&v),
+            v.len(),
+            if at.is_empty() { String::new() } else { format!("; at the cells over the target: {}", at.join(", ")) }
+        );
+    }
 
     // ---- import / amortisation ----
     let _ = writeln!(s, "## 2. Import and first-inference cost; amortisation; the pool\n");

@@ -91,7 +91,8 @@ pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
         // ratio compares paths, not the luck of one allocation.
         let mut measured: Vec<Variant<'static>> = Vec::new();
         let mut once: Vec<(&str, f64, f64)> = Vec::new();
-        for placement in 0..PLACEMENTS {
+        let placements = placements(bytes);
+        for placement in 0..placements {
             let env = Placement {
                 bytes,
                 shape,
@@ -101,7 +102,7 @@ pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
                 compiled: &compiled,
                 npu: &npu,
             };
-            let (variants, first_once) = env.measure(&gpu_ctx, gpu_dev, budget / PLACEMENTS as f64, &counter)?;
+            let (variants, first_once) = env.measure(&gpu_ctx, gpu_dev, budget / placements as f64, &counter)?;
             if placement == 0 {
                 once = first_once;
             }
@@ -115,12 +116,14 @@ pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
         }
         let variants = measured;
         let floor_v = variants.iter().position(|v| v.name == "floor").expect("the floor is measured");
+        let kept_v = variants.iter().position(|v| v.name == "dma_buf").expect("the kept dma-buf tensor is measured");
         for v in &variants {
             let vs_floor = paired(v, &variants[floor_v]).0;
+            let vs_kept = paired(v, &variants[kept_v]).0;
             let (import, first) = once.iter().find(|o| o.0 == v.name).map_or((f64::NAN, f64::NAN), |o| (o.1, o.2));
             let imports = v.per_call("npu.imports.sysmem") + v.per_call("npu.imports.dma_buf");
             println!(
-                "ROW\t{profile}\t{bytes}\t{}\t{:.9}\t{:.9}\t{:.9}\t{:.9}\t{:.1}\t{:.3}\t{vs_floor:.4}",
+                "ROW\t{profile}\t{bytes}\t{}\t{:.9}\t{:.9}\t{:.9}\t{:.9}\t{:.1}\t{:.3}\t{vs_floor:.4}\t{vs_kept:.4}",
                 v.name,
                 v.median(),
                 v.cpu_median(),
@@ -149,11 +152,13 @@ pub struct Row {
     pub imports: f64,
     /// The median of the per-round ratios to the floor (each round ran both, close in time).
     pub vs_floor: f64,
+    /// The same to the dma-buf tensor kept bound (a steady pool inference should cost what it costs).
+    pub vs_kept: f64,
 }
 
 pub fn parse(line: &str) -> Option<Row> {
     let f: Vec<&str> = line.split('\t').collect();
-    if f.len() != 11 || f[0] != "ROW" {
+    if f.len() != 12 || f[0] != "ROW" {
         return None;
     }
     let num = |i: usize| f[i].parse::<f64>().ok();
@@ -168,12 +173,21 @@ pub fn parse(line: &str) -> Option<Row> {
         copied: num(8)?,
         imports: num(9)?,
         vs_floor: num(10)?,
+        vs_kept: num(11)?,
     })
 }
 
-/// How many fresh placements each size is measured over. With 7, the luck of one run's
-/// placements still moved every imported path together by up to 8% at 1 MiB between runs.
-pub const PLACEMENTS: usize = 15;
+/// How many fresh placements a size is measured over. With 7, the luck of one run's placements
+/// still moved every imported path together by up to 8% at 1 MiB between runs; with 15, the 37xx
+/// laptops (mtl and arl run the same NPU code) still differed by 0.11 at 4 MiB, every zero-copy
+/// path with them, so up to 16 MiB, where a placement is cheap to make, 45 spread the floor's luck.
+pub fn placements(bytes: usize) -> usize {
+    if bytes <= 16 << 20 {
+        45
+    } else {
+        15
+    }
+}
 
 /// How many requests each path's calls rotate over at this size. Each request has its own output
 /// buffer, and where that buffer lands moves a request's time by ±7% at 1 MiB; up to 16 MiB three
