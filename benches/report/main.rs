@@ -585,7 +585,8 @@ fn target_line(
     let listed = if over.is_empty() {
         String::new()
     } else {
-        let each: Vec<_> = over.iter().map(|w| format!("{} {} {:.2}x", name(w), size_label(w.2), w.3)).collect();
+        // Three decimals: a value just over the target would print as the target itself with two.
+        let each: Vec<_> = over.iter().map(|w| format!("{} {} {:.3}x", name(w), size_label(w.2), w.3)).collect();
         format!("; over: {}", each.join(", "))
     };
     let _ = writeln!(
