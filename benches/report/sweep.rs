@@ -177,12 +177,16 @@ pub fn parse(line: &str) -> Option<Row> {
     })
 }
 
+/// The largest size measured the thorough way: over many placements, each path rotating over
+/// several requests. Above it one inference moves enough memory that bandwidth dominates.
+pub const SMALL_MAX: usize = 16 << 20;
+
 /// How many fresh placements a size is measured over. With 7, the luck of one run's placements
 /// still moved every imported path together by up to 8% at 1 MiB between runs; with 15, the 37xx
 /// laptops (mtl and arl run the same NPU code) still differed by 0.11 at 4 MiB, every zero-copy
 /// path with them, so up to 16 MiB, where a placement is cheap to make, 45 spread the floor's luck.
 pub fn placements(bytes: usize) -> usize {
-    if bytes <= 16 << 20 {
+    if bytes <= SMALL_MAX {
         45
     } else {
         15
@@ -193,7 +197,7 @@ pub fn placements(bytes: usize) -> usize {
 /// buffer, and where that buffer lands moves a request's time by ±7% at 1 MiB; up to 16 MiB three
 /// requests per path spread that luck. Above, memory bandwidth dominates and one request suffices.
 pub fn requests_per_path(bytes: usize) -> usize {
-    if bytes <= 16 << 20 {
+    if bytes <= SMALL_MAX {
         3
     } else {
         1
