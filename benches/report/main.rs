@@ -224,12 +224,13 @@ fn report(
          L0 host tensor (the plugin's own memory, no copy, no import) at the same size, same process, same round. \
          Every buffer and request of a size is made afresh {} times ({} above 16 MiB) and the rounds of all are pooled: where a \
          buffer lands (cache sets, TLB reach) moves one allocation's time by up to 14% at 1 and 16 MiB, even \
-         between two identical L0 host tensors. Up to 16 MiB each path's calls also rotate over {} requests \
+         between two identical L0 host tensors. *second_floor* is what is left of that luck after pooling: a \
+         second L0 host tensor made and run exactly as the floor, whose ratio would be 1.00 without it. Up to 16 MiB each path's calls also rotate over {} requests \
          of its own, each with its own input (and output) buffer: every buffer has a placement of its own, \
          and every path works on as many buffers. `memcpy` is this machine's single-core copy of the input \
          bytes, measured in the same rounds; *copy ÷ memcpy* = (copied path − floor) ÷ memcpy: what the plugin's \
          copy costs against the physical limit of what zero-copy saves. Sizes: {} to {}{}.\n",
-        sweep::PATHS[..8].iter().map(|p| format!("*{}*", sweep::label(p))).collect::<Vec<_>>().join(", "),
+        sweep::input_paths().map(|p| format!("*{}*", sweep::label(p))).collect::<Vec<_>>().join(", "),
         sweep::placements(sweep::SMALL_MAX),
         sweep::placements(sweep::SMALL_MAX + 1),
         sweep::requests_per_path(sweep::SMALL_MAX),
@@ -243,11 +244,8 @@ fn report(
         if let Some(why) = missing.get(p) {
             let _ = writeln!(s, "CPU_VA: not on this laptop ({why}).\n");
         }
-        let present: Vec<&str> = sweep::PATHS[..8]
-            .iter()
-            .copied()
-            .filter(|path| rows.iter().any(|r| r.profile == *p && r.path == *path))
-            .collect();
+        let present: Vec<&str> =
+            sweep::input_paths().filter(|path| rows.iter().any(|r| r.profile == *p && r.path == *path)).collect();
         if present.len() < 2 {
             let _ = writeln!(s, "Not measured in this run.\n");
             continue;
@@ -350,6 +348,43 @@ fn report(
             range(true),
             range(false),
             if at.is_empty() { String::new() } else { format!("; at the cells over the target: {}", at.join(", ")) }
+        );
+    }
+
+    // The A/A control: how far the floor measured against itself strays, by the same split; a
+    // pool cell over the target is put beside its own size's A/A value.
+    let aa: Vec<(&String, usize, f64)> = a
+        .profiles
+        .iter()
+        .flat_map(|p| sizes.iter().filter_map(move |&b| get(p, b, "second_floor").map(|r| (p, b, r.vs_floor))))
+        .filter(|c| c.2.is_finite())
+        .collect();
+    if !aa.is_empty() {
+        let spread = |small: bool| {
+            let mut v: Vec<f64> = aa.iter().filter(|c| (c.1 <= sweep::SMALL_MAX) == small).map(|c| c.2).collect();
+            v.sort_by(|x, y| x.partial_cmp(y).expect("no NaN"));
+            match (v.first(), v.last()) {
+                (Some(lo), Some(hi)) => format!("{lo:.2}x to {hi:.2}x"),
+                _ => "not measured".to_string(),
+            }
+        };
+        let beside: Vec<String> = pool
+            .iter()
+            .filter(|w| w.3 > POOL_TARGET)
+            .filter_map(|w| aa.iter().find(|c| *c.0 == w.0 && c.1 == w.2))
+            .map(|c| format!("{} {} {:.2}x", c.0, size_label(c.1), c.2))
+            .collect();
+        let _ = writeln!(
+            s,
+            "The floor against itself (*second_floor* ÷ floor, A/A): up to {} {}; above {}{}.\n",
+            size_label(sweep::SMALL_MAX),
+            spread(true),
+            spread(false),
+            if beside.is_empty() {
+                String::new()
+            } else {
+                format!("; at the cells over the pool target: {}", beside.join(", "))
+            }
         );
     }
 
