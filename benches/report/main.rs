@@ -222,7 +222,7 @@ fn report(
         "Model: `testkit::models::scale` (one f32 Multiply, work proportional to size), input and output of the \
          given size. Paths: {}. Ratio = the median over rounds of (path ÷ floor) per round, the floor being the \
          L0 host tensor (the plugin's own memory, no copy, no import) at the same size, same process, same round. \
-         Every buffer and request of a size is made afresh {} times ({} above 16 MiB) and the rounds of all are pooled: where a \
+         Every buffer and request of a size is made afresh {} times ({} above 16 MiB), the paths set up in a new order each time, and the rounds of all are pooled: where a \
          buffer lands (cache sets, TLB reach) moves one allocation's time by up to 14% at 1 and 16 MiB, even \
          between two identical L0 host tensors. *second_floor* is what is left of that luck after pooling: a \
          second L0 host tensor made and run exactly as the floor, whose ratio would be 1.00 without it. Up to 16 MiB each path's calls also rotate over {} requests \
@@ -394,7 +394,7 @@ fn report(
         s,
         "Per path and size: the import call (`NpuContext::import`, the pool's first `tensor()`, or allocating the \
          floor's L0 host tensor), the first inference on a new request (bind + infer; it includes the request's own \
-         warm-up, which every path pays alike), the one-time cost = import + first inference − the floor's first \
+         warm-up, which every path pays alike; both are medians over the placements), the one-time cost = import + first inference − the floor's first \
          inference (for the floor: allocating and filling its tensor), and **N** = inferences after which the path has paid back its one-time cost against \
          the copied path (one-time ÷ (copied median − path median); — when it never does). *pool ÷ per-use* = \
          steady pool inference (no import) ÷ a dma-buf imported for every inference; *pool ÷ rebind* = the \

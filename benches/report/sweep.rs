@@ -8,7 +8,7 @@ use std::time::Instant;
 use npu_sycl_bridge::level_zero::{DeviceType, Driver, L0Allocation, L0Context};
 use npu_sycl_bridge::memory::PageAlignedBuffer;
 use npu_sycl_bridge::npu::NpuContext;
-use npu_sycl_bridge::openvino::{Core, ElementType, Properties, Tensor, TensorType};
+use npu_sycl_bridge::openvino::{Bindable, Core, ElementType, InferRequest, Properties, Tensor, TensorType};
 use npu_sycl_bridge::ownership::KeepAlive;
 use npu_sycl_bridge::pool::NpuPool;
 use npu_sycl_bridge::Result;
@@ -108,22 +108,22 @@ pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
         // and request is made afresh for each placement and the rounds of all are pooled, so a
         // ratio compares paths, not the luck of one allocation.
         let mut measured: Vec<Variant<'static>> = Vec::new();
-        let mut once: Vec<(&str, f64, f64)> = Vec::new();
+        // Every placement's one-time costs: a path set up first in its process pays the size's
+        // warm-up, so each is reported as its median over the placements.
+        let mut once: Vec<Once> = Vec::new();
         let placements = placements(bytes);
         for placement in 0..placements {
             let env = Placement {
                 bytes,
                 shape,
                 input: &input,
-                report_missing: placement == 0,
+                index: placement,
                 profile: &profile,
                 compiled: &compiled,
                 npu: &npu,
             };
             let (variants, first_once) = env.measure(&gpu_ctx, gpu_dev, budget / placements as f64, &counter)?;
-            if placement == 0 {
-                once = first_once;
-            }
+            once.extend(first_once);
             if measured.is_empty() {
                 measured = variants;
             } else {
@@ -138,7 +138,12 @@ pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
         for v in &variants {
             let vs_floor = paired(v, &variants[floor_v]).0;
             let vs_kept = paired(v, &variants[kept_v]).0;
-            let (import, first) = once.iter().find(|o| o.0 == v.name).map_or((f64::NAN, f64::NAN), |o| (o.1, o.2));
+            let of_path = |pick: fn(&Once) -> f64| {
+                crate::measure::median(
+                    &once.iter().filter(|o| o.0 == v.name).map(pick).filter(|x| x.is_finite()).collect::<Vec<_>>(),
+                )
+            };
+            let (import, first) = (of_path(|o| o.1), of_path(|o| o.2));
             let imports = v.per_call("npu.imports.sysmem") + v.per_call("npu.imports.dma_buf");
             println!(
                 "ROW\t{profile}\t{bytes}\t{}\t{:.9}\t{:.9}\t{:.9}\t{:.9}\t{:.1}\t{:.3}\t{vs_floor:.4}\t{vs_kept:.4}",
@@ -227,24 +232,77 @@ struct Placement<'e> {
     bytes: usize,
     shape: [usize; 2],
     input: &'e [u8],
-    /// Print why a path is missing (once per profile).
-    report_missing: bool,
+    /// Which placement of this size this is: it decides the order the paths are set up in.
+    index: usize,
     profile: &'e str,
     compiled: &'e npu_sycl_bridge::openvino::CompiledModel,
     npu: &'e NpuContext,
 }
 
-impl Placement<'_> {
-    /// Every path at this size on new buffers and requests, interleaved for `budget` seconds.
-    #[allow(clippy::type_complexity)]
+/// The order the paths are set up in for placement `index` of a size: a different shuffle each
+/// placement. What is made later in a process runs differently (the A/A control was 1.04-1.07 at
+/// 4 MiB in every profile while its requests were made just before the floor's); set up in one
+/// fixed order, that fell on the same paths in every placement.
+fn setup_order(index: usize) -> Vec<&'static str> {
+    let mut order: Vec<&'static str> = input_paths().collect();
+    let mut seed = 0x2545_f491_4f6c_dd1du64 ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for i in (1..order.len()).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        order.swap(i, (seed % (i as u64 + 1)) as usize);
+    }
+    order
+}
+
+/// (path, import call s, first inference s): a path's one-time costs.
+type Once = (&'static str, f64, f64);
+
+impl<'e> Placement<'e> {
+    /// `per_path` new requests, each bound to its own tensor and run once (the first one timed),
+    /// and the variant whose calls rotate over them; it keeps `memory` (what the tensors were
+    /// imported from) for as long as it runs.
+    fn bound<T: Bindable + 'e>(
+        &self,
+        name: &'static str,
+        import: f64,
+        tensors: Vec<T>,
+        memory: Vec<L0Allocation>,
+    ) -> Result<(Variant<'e>, Once)> {
+        let mut rs = self.requests()?;
+        let mut first = 0.0;
+        for (k, r) in rs.iter_mut().enumerate() {
+            let t = Instant::now();
+            r.set_input_tensor(0, &tensors[k])?;
+            r.infer()?;
+            if k == 0 {
+                first = secs(t);
+            }
+        }
+        let per_path = rs.len();
+        let mut i = 0usize;
+        let variant = Variant::new(name, move || {
+            let _ = (&tensors, &memory);
+            i += 1;
+            rs[i % per_path].infer()
+        });
+        Ok((variant, (name, import, first)))
+    }
+
+    fn requests(&self) -> Result<Vec<InferRequest>> {
+        (0..requests_per_path(self.bytes)).map(|_| self.compiled.create_infer_request()).collect()
+    }
+
+    /// Every path at this size on new buffers and requests, set up in this placement's order and
+    /// interleaved for `budget` seconds.
     fn measure(
         &self,
         gpu_ctx: &Arc<L0Context>,
         gpu_dev: npu_sycl_bridge::level_zero::L0Device,
         budget: f64,
         counter: &dyn Fn(&str) -> u64,
-    ) -> Result<(Vec<Variant<'static>>, Vec<(&'static str, f64, f64)>)> {
-        let Placement { bytes, shape, input, report_missing, profile, compiled, npu } = *self;
+    ) -> Result<(Vec<Variant<'static>>, Vec<Once>)> {
+        let Placement { bytes, shape, input, index, profile, npu, .. } = *self;
         let alloc = |count: usize| -> Result<Vec<L0Allocation>> {
             (0..count)
                 .map(|_| {
@@ -255,139 +313,133 @@ impl Placement<'_> {
                 .collect()
         };
         let per_path = requests_per_path(bytes);
-        // Each request of a path gets its own input, as it has its own output: every path then
-        // works on the same number of buffers (which decides what stays in the caches).
-        let (unaligned, _) = made(per_path, |_| {
-            // Plain tensor 64 bytes past a page boundary: shadow-copied.
-            let mut backing = PageAlignedBuffer::new(bytes + 4096)?;
-            backing.as_bytes_mut()[64..64 + bytes].copy_from_slice(input);
-            let ptr = backing.as_mut_ptr().cast::<u8>().wrapping_add(64).cast();
-            let owner: KeepAlive = Arc::new(backing);
-            // SAFETY: `ptr` is 64 bytes into a live mapping of bytes + 4096 bytes; `owner` keeps it
-            // alive as long as the tensor; nothing else writes it.
-            unsafe { Tensor::from_host_ptr(ElementType::F32, shape, ptr, Some(owner)) }
-        })?;
-        let (aligned, _) =
-            made(per_path, |_| PageAlignedBuffer::from_slice(input)?.into_tensor(ElementType::F32, shape))?;
-        let cpu_va = made(per_path, |_| {
-            npu.import(PageAlignedBuffer::from_slice(input)?, ElementType::F32, shape, TensorType::Input)
-        });
-        let cpu_va = match cpu_va {
-            Ok(made) => Some(made),
-            Err(e) => {
-                if report_missing {
-                    println!("MISSING\t{profile}\tcpu_va\t{}", e.to_string().replace(['\t', '\n'], " "));
-                }
-                None
-            }
-        };
-        let dma_mem = alloc(per_path)?;
-        let (dma, dma_import) =
-            made(per_path, |k| npu.import(dma_mem[k].export_dma_buf()?, ElementType::F32, shape, TensorType::Input))?;
-        let pool = NpuPool::from_buffers(npu, alloc(per_path.max(2))?)?;
-        // Rebinding needs two tensors; with more requests, as many as the other paths have inputs.
-        let per_use = alloc(per_path.max(2))?;
-        let rebind_mem = alloc(per_path.max(2))?;
         // Call `i` runs request `i % per_path` with tensor `(i / per_path + i % per_path) % n`: a
         // request's successive calls bind a different tensor each time.
-        let turn = |i: usize, n: usize| (i / per_path + i % per_path) % n;
-        let rebind: Vec<_> = rebind_mem
-            .iter()
-            .map(|m| npu.import(m.export_dma_buf()?, ElementType::F32, shape, TensorType::Input))
-            .collect::<Result<_>>()?;
+        let turn = move |i: usize, n: usize| (i / per_path + i % per_path) % n;
         let host_tensor = |_| {
             let mut f = npu.l0_host_tensor(ElementType::F32, shape, TensorType::Binded)?;
             f.host_bytes_mut()?.copy_from_slice(input);
             Ok(f)
         };
-        let (floor, floor_import) = made(per_path, host_tensor)?;
-        let (second_floor, second_floor_import) = made(per_path, host_tensor)?;
-
-        // (path, import call s, first inference s) for the one-time costs.
-        let mut once: Vec<(&'static str, f64, f64)> = Vec::new();
-        let mut variants: Vec<Variant<'_>> = Vec::new();
-        let requests = || (0..per_path).map(|_| compiled.create_infer_request()).collect::<Result<Vec<_>>>();
-        // Each path on its own requests, each with its own tensor, its calls rotating over them;
-        // the first inference of the first request is timed alone.
-        macro_rules! bound {
-            ($name:expr, $import:expr, $tensors:expr) => {{
-                let mut rs = requests()?;
-                for (k, r) in rs.iter_mut().enumerate() {
-                    let t = Instant::now();
-                    r.set_input_tensor(0, &$tensors[k])?;
-                    r.infer()?;
-                    if k == 0 {
-                        once.push(($name, $import, secs(t)));
+        let mut once: Vec<Once> = Vec::new();
+        let mut variants: Vec<Variant<'e>> = Vec::new();
+        // Each path makes its buffers and its requests (each with its own input, as it has its own
+        // output: every path then works on as many buffers, which decides what stays in the caches).
+        for path in setup_order(index) {
+            let (variant, first) = match path {
+                "unaligned" => {
+                    let (tensors, _) = made(per_path, |_| {
+                        // Plain tensor 64 bytes past a page boundary: shadow-copied.
+                        let mut backing = PageAlignedBuffer::new(bytes + 4096)?;
+                        backing.as_bytes_mut()[64..64 + bytes].copy_from_slice(input);
+                        let ptr = backing.as_mut_ptr().cast::<u8>().wrapping_add(64).cast();
+                        let owner: KeepAlive = Arc::new(backing);
+                        // SAFETY: `ptr` is 64 bytes into a live mapping of bytes + 4096 bytes;
+                        // `owner` keeps it alive as long as the tensor; nothing else writes it.
+                        unsafe { Tensor::from_host_ptr(ElementType::F32, shape, ptr, Some(owner)) }
+                    })?;
+                    self.bound(path, 0.0, tensors, Vec::new())?
+                }
+                "aligned" => {
+                    let (tensors, _) =
+                        made(per_path, |_| PageAlignedBuffer::from_slice(input)?.into_tensor(ElementType::F32, shape))?;
+                    self.bound(path, 0.0, tensors, Vec::new())?
+                }
+                "cpu_va" => {
+                    let made = made(per_path, |_| {
+                        npu.import(PageAlignedBuffer::from_slice(input)?, ElementType::F32, shape, TensorType::Input)
+                    });
+                    match made {
+                        Ok((tensors, import)) => self.bound(path, import, tensors, Vec::new())?,
+                        Err(e) => {
+                            if index == 0 {
+                                println!("MISSING\t{profile}\tcpu_va\t{}", e.to_string().replace(['\t', '\n'], " "));
+                            }
+                            continue;
+                        }
                     }
                 }
-                let mut i = 0usize;
-                variants.push(Variant::new($name, move || {
-                    i += 1;
-                    rs[i % per_path].infer()
-                }));
-            }};
-        }
-        bound!("unaligned", 0.0, unaligned);
-        bound!("aligned", 0.0, aligned);
-        if let Some((cpu_va, cpu_va_import)) = cpu_va {
-            bound!("cpu_va", cpu_va_import, cpu_va);
-        }
-        bound!("dma_buf", dma_import, dma);
-        {
-            let mut rs = requests()?;
-            for (k, r) in rs.iter_mut().enumerate() {
-                let t = Instant::now();
-                let first = pool.tensor(ElementType::F32, shape)?;
-                let import = secs(t);
-                let t = Instant::now();
-                r.set_input_tensor(0, &first)?;
-                r.infer()?;
-                if k == 0 {
-                    once.push(("pool", import, secs(t)));
+                "dma_buf" => {
+                    let mem = alloc(per_path)?;
+                    let (tensors, import) = made(per_path, |k| {
+                        npu.import(mem[k].export_dma_buf()?, ElementType::F32, shape, TensorType::Input)
+                    })?;
+                    self.bound(path, import, tensors, mem)?
                 }
-            }
-            let pool = &pool;
-            let mut i = 0usize;
-            variants.push(Variant::new("pool", move || {
-                i += 1;
-                let r = &mut rs[i % per_path];
-                // Request affinity: the tensor this request has bound comes back to it.
-                let t = pool.input_for(r, 0)?;
-                r.set_input_tensor(0, &t)?;
-                r.infer()
-            }));
+                "pool" => {
+                    let pool = NpuPool::from_buffers(npu, alloc(per_path.max(2))?)?;
+                    let mut rs = self.requests()?;
+                    let mut first = (path, 0.0, 0.0);
+                    for (k, r) in rs.iter_mut().enumerate() {
+                        let t = Instant::now();
+                        let tensor = pool.tensor(ElementType::F32, shape)?;
+                        let import = secs(t);
+                        let t = Instant::now();
+                        r.set_input_tensor(0, &tensor)?;
+                        r.infer()?;
+                        if k == 0 {
+                            first = (path, import, secs(t));
+                        }
+                    }
+                    let mut i = 0usize;
+                    let variant = Variant::new(path, move || {
+                        i += 1;
+                        let r = &mut rs[i % per_path];
+                        // Request affinity: the tensor this request has bound comes back to it.
+                        let t = pool.input_for(r, 0)?;
+                        r.set_input_tensor(0, &t)?;
+                        r.infer()
+                    });
+                    (variant, first)
+                }
+                "rebind" => {
+                    // What the pool adds to rebinding: the same two-tensor alternation, tensors
+                    // kept. Two tensors at least; with more requests, as many as the others' inputs.
+                    let mem = alloc(per_path.max(2))?;
+                    let tensors: Vec<_> = mem
+                        .iter()
+                        .map(|m| npu.import(m.export_dma_buf()?, ElementType::F32, shape, TensorType::Input))
+                        .collect::<Result<_>>()?;
+                    let mut rs = self.requests()?;
+                    let mut i = 0usize;
+                    let variant = Variant::new(path, move || {
+                        let _ = &mem;
+                        i += 1;
+                        let r = &mut rs[i % per_path];
+                        r.set_input_tensor(0, &tensors[turn(i, tensors.len())])?;
+                        r.infer()
+                    });
+                    (variant, (path, f64::NAN, f64::NAN))
+                }
+                "import_per_use" => {
+                    let mem = alloc(per_path.max(2))?;
+                    let mut rs = self.requests()?;
+                    let mut i = 0usize;
+                    let variant = Variant::new(path, move || {
+                        i += 1;
+                        let t = npu.import(
+                            mem[turn(i, mem.len())].export_dma_buf()?,
+                            ElementType::F32,
+                            shape,
+                            TensorType::Input,
+                        )?;
+                        let r = &mut rs[i % per_path];
+                        r.set_input_tensor(0, &t)?;
+                        r.infer()
+                    });
+                    (variant, (path, f64::NAN, f64::NAN))
+                }
+                "second_floor" | "floor" => {
+                    let (tensors, import) = made(per_path, host_tensor)?;
+                    self.bound(path, import, tensors, Vec::new())?
+                }
+                other => unreachable!("path {other} has no set-up"),
+            };
+            variants.push(variant);
+            once.push(first);
         }
-        {
-            // What the pool adds to rebinding: the same two-tensor alternation, tensors kept.
-            let mut rs = requests()?;
-            let rebind = &rebind;
-            let mut i = 0usize;
-            variants.push(Variant::new("rebind", move || {
-                i += 1;
-                let r = &mut rs[i % per_path];
-                r.set_input_tensor(0, &rebind[turn(i, rebind.len())])?;
-                r.infer()
-            }));
-        }
-        {
-            let mut rs = requests()?;
-            let per_use = &per_use;
-            let mut i = 0usize;
-            variants.push(Variant::new("import_per_use", move || {
-                i += 1;
-                let t = npu.import(
-                    per_use[turn(i, per_use.len())].export_dma_buf()?,
-                    ElementType::F32,
-                    shape,
-                    TensorType::Input,
-                )?;
-                let r = &mut rs[i % per_path];
-                r.set_input_tensor(0, &t)?;
-                r.infer()
-            }));
-        }
-        bound!("second_floor", second_floor_import, second_floor);
-        bound!("floor", floor_import, floor);
+        // Back in the report's order: the rounds of every placement are pooled path by path.
+        variants.sort_by_key(|v| PATHS.iter().position(|p| *p == v.name));
         let src = input.to_vec();
         let mut dst = vec![0u8; bytes];
         dst.copy_from_slice(&src);
