@@ -323,70 +323,29 @@ fn report(
         .filter_map(|w| get(&w.0, w.2, "pool").map(|r| (*w, r.vs_kept)))
         .filter(|(_, k)| k.is_finite())
         .collect();
-    // Split at SMALL_MAX: above it each path has one request and the kept tensor sits below the
-    // floor (README), so the two ranges say different things.
-    let range = |small: bool| {
-        let mut v: Vec<f64> = vs_kept.iter().filter(|(w, _)| (w.2 <= sweep::SMALL_MAX) == small).map(|c| c.1).collect();
-        v.sort_by(|x, y| x.partial_cmp(y).expect("no NaN"));
-        match (v.first(), v.last()) {
-            (Some(lo), Some(hi)) => {
-                format!("{lo:.2}x to {hi:.2}x (median {:.2}x, {} cells)", measure::median(&v), v.len())
-            }
-            _ => "not measured".to_string(),
-        }
-    };
-    if !vs_kept.is_empty() {
-        let at: Vec<String> = vs_kept
-            .iter()
-            .filter(|(w, _)| w.3 > POOL_TARGET)
-            .map(|(w, k)| format!("{} {} {k:.2}x", w.0, size_label(w.2)))
-            .collect();
-        let _ = writeln!(
-            s,
-            "Pool ÷ the dma-buf tensor kept bound, paired per round: up to {} {}; above {}{}.\n",
-            size_label(sweep::SMALL_MAX),
-            range(true),
-            range(false),
-            if at.is_empty() { String::new() } else { format!("; at the cells over the target: {}", at.join(", ")) }
-        );
-    }
-
-    // The A/A control: how far the floor measured against itself strays, by the same split; a
-    // pool cell over the target is put beside its own size's A/A value.
+    let over: Vec<String> = vs_kept
+        .iter()
+        .filter(|(w, _)| w.3 > POOL_TARGET)
+        .map(|(w, k)| format!("{} {} {k:.2}x", w.0, size_label(w.2)))
+        .collect();
+    let cells: Vec<(usize, f64)> = vs_kept.iter().map(|(w, k)| (w.2, *k)).collect();
+    split_line(&mut s, "Pool ÷ the dma-buf tensor kept bound, paired per round", &cells, &over);
+    // The A/A control: how far the floor measured against itself strays; a pool cell over the
+    // target is put beside its own cell's A/A value.
     let aa: Vec<(&String, usize, f64)> = a
         .profiles
         .iter()
         .flat_map(|p| sizes.iter().filter_map(move |&b| get(p, b, "second_floor").map(|r| (p, b, r.vs_floor))))
         .filter(|c| c.2.is_finite())
         .collect();
-    if !aa.is_empty() {
-        let spread = |small: bool| {
-            let mut v: Vec<f64> = aa.iter().filter(|c| (c.1 <= sweep::SMALL_MAX) == small).map(|c| c.2).collect();
-            v.sort_by(|x, y| x.partial_cmp(y).expect("no NaN"));
-            match (v.first(), v.last()) {
-                (Some(lo), Some(hi)) => format!("{lo:.2}x to {hi:.2}x"),
-                _ => "not measured".to_string(),
-            }
-        };
-        let beside: Vec<String> = pool
-            .iter()
-            .filter(|w| w.3 > POOL_TARGET)
-            .filter_map(|w| aa.iter().find(|c| *c.0 == w.0 && c.1 == w.2))
-            .map(|c| format!("{} {} {:.2}x", c.0, size_label(c.1), c.2))
-            .collect();
-        let _ = writeln!(
-            s,
-            "The floor against itself (*second_floor* ÷ floor, A/A): up to {} {}; above {}{}.\n",
-            size_label(sweep::SMALL_MAX),
-            spread(true),
-            spread(false),
-            if beside.is_empty() {
-                String::new()
-            } else {
-                format!("; at the cells over the pool target: {}", beside.join(", "))
-            }
-        );
-    }
+    let beside: Vec<String> = pool
+        .iter()
+        .filter(|w| w.3 > POOL_TARGET)
+        .filter_map(|w| aa.iter().find(|c| *c.0 == w.0 && c.1 == w.2))
+        .map(|c| format!("{} {} {:.2}x", c.0, size_label(c.1), c.2))
+        .collect();
+    let cells: Vec<(usize, f64)> = aa.iter().map(|c| (c.1, c.2)).collect();
+    split_line(&mut s, "The floor against itself (*second_floor* ÷ floor, A/A)", &cells, &beside);
 
     // ---- import / amortisation ----
     let _ = writeln!(s, "## 2. Import and first-inference cost; amortisation; the pool\n");
@@ -617,6 +576,32 @@ fn report(
     let _ = std::fs::write(a.out.join("vnpu.svg"), svg);
     let _ = writeln!(s, "\n![virtual NPU overhead](vnpu.svg)\n");
     s
+}
+
+/// One line of `what`'s ratios (size, ratio) split at `sweep::SMALL_MAX` (above it each path has one
+/// request, so the two ranges say different things), with the values at the cells over the pool
+/// target; nothing when nothing was measured.
+fn split_line(s: &mut String, what: &str, cells: &[(usize, f64)], over: &[String]) {
+    if cells.is_empty() {
+        return;
+    }
+    let range = |small: bool| {
+        let mut v: Vec<f64> = cells.iter().filter(|c| (c.0 <= sweep::SMALL_MAX) == small).map(|c| c.1).collect();
+        v.sort_by(|x, y| x.partial_cmp(y).expect("no NaN"));
+        match (v.first(), v.last()) {
+            (Some(lo), Some(hi)) => {
+                format!("{lo:.2}x to {hi:.2}x (median {:.2}x, {} cells)", measure::median(&v), v.len())
+            }
+            _ => "not measured".to_string(),
+        }
+    };
+    let at = if over.is_empty() {
+        String::new()
+    } else {
+        format!("; at the cells over the pool target: {}", over.join(", "))
+    };
+    let _ =
+        writeln!(s, "{what}: up to {} {}; above {}{at}.\n", size_label(sweep::SMALL_MAX), range(true), range(false));
 }
 
 /// One "**Target (...)**" line: how many of `points` (profile, path, size, ratio to the floor) are
