@@ -222,10 +222,10 @@ fn report(
         "Model: `testkit::models::scale` (one f32 Multiply, work proportional to size), input and output of the \
          given size. Paths: {}. Ratio = the median over rounds of (path ÷ floor) per round, the floor being the \
          L0 host tensor (the plugin's own memory, no copy, no import) at the same size, same process, same round. \
-         Every buffer and request of a size is made afresh {} times ({} above 16 MiB), the paths set up in a new order each time, and the rounds of all are pooled: where a \
+         Every buffer and request of a size is made afresh {} times ({} above {}), the paths set up in a new order each time, and the rounds of all are pooled: where a \
          buffer lands (cache sets, TLB reach) moves one allocation's time by up to 14% at 1 and 16 MiB, even \
          between two identical L0 host tensors. *second_floor* is what is left of that luck after pooling: a \
-         second L0 host tensor made and run exactly as the floor, whose ratio would be 1.00 without it. Up to 16 MiB each path's calls also rotate over {} requests \
+         second L0 host tensor made and run exactly as the floor, whose ratio would be 1.00 without it. Up to {} each path's calls also rotate over {} requests \
          of its own, each with its own input (and output) buffer: every buffer has a placement of its own, \
          and every path works on as many buffers. `memcpy` is this machine's single-core copy of the input \
          bytes, measured in the same rounds; *copy ÷ memcpy* = (copied path − floor) ÷ memcpy: what the plugin's \
@@ -233,6 +233,8 @@ fn report(
         sweep::input_paths().map(|p| format!("*{}*", sweep::label(p))).collect::<Vec<_>>().join(", "),
         sweep::placements(sweep::SMALL_MAX),
         sweep::placements(sweep::SMALL_MAX + 1),
+        size_label(sweep::SMALL_MAX),
+        size_label(sweep::SMALL_MAX),
         sweep::requests_per_path(sweep::SMALL_MAX),
         size_label(sizes[0]),
         size_label(*sizes.last().unwrap_or(&0)),

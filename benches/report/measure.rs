@@ -96,6 +96,16 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// Shuffles `items` in place (Fisher-Yates on an xorshift stream), advancing `seed`.
+pub fn shuffle<T>(items: &mut [T], seed: &mut u64) {
+    for i in (1..items.len()).rev() {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        items.swap(i, (*seed % (i as u64 + 1)) as usize);
+    }
+}
+
 /// Runs every variant `warmup` times, then picks the calls per variant so that the whole
 /// comparison takes about `budget` seconds (between `min_calls` and `max_calls` per variant), and
 /// runs them in rounds: each round runs a batch of each variant, in a new order each round.
@@ -129,12 +139,7 @@ pub fn interleave(
         // A fresh order each round: a fixed cyclic order would have each variant always follow
         // the same one, whose buffers decide what is left in the caches (several per cent at
         // 256 KiB to 1 MiB here).
-        for i in (1..n).rev() {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            order.swap(i, (seed % (i as u64 + 1)) as usize);
-        }
+        shuffle(&mut order, &mut seed);
         for &k in &order {
             let v = &mut variants[k];
             let before: Vec<u64> = counter_names.iter().map(|c| counter(c)).collect();

@@ -14,7 +14,7 @@ use npu_sycl_bridge::pool::NpuPool;
 use npu_sycl_bridge::Result;
 use testkit::{models, virtual_platform};
 
-use crate::measure::{interleave, paired, Variant};
+use crate::measure::{interleave, median, paired, shuffle, Variant};
 
 /// Every path, in the report's order. The floor is the L0 host tensor; `second_floor` is a second one,
 /// made and run exactly as the floor (an A/A control: its ratio to the floor is the measurement's
@@ -139,9 +139,7 @@ pub fn child(sizes: &[usize], budget: f64) -> Result<()> {
             let vs_floor = paired(v, &variants[floor_v]).0;
             let vs_kept = paired(v, &variants[kept_v]).0;
             let of_path = |pick: fn(&Once) -> f64| {
-                crate::measure::median(
-                    &once.iter().filter(|o| o.0 == v.name).map(pick).filter(|x| x.is_finite()).collect::<Vec<_>>(),
-                )
+                median(&once.iter().filter(|o| o.0 == v.name).map(pick).filter(|x| x.is_finite()).collect::<Vec<_>>())
             };
             let (import, first) = (of_path(|o| o.1), of_path(|o| o.2));
             let imports = v.per_call("npu.imports.sysmem") + v.per_call("npu.imports.dma_buf");
@@ -246,12 +244,7 @@ struct Placement<'e> {
 fn setup_order(index: usize) -> Vec<&'static str> {
     let mut order: Vec<&'static str> = input_paths().collect();
     let mut seed = 0x2545_f491_4f6c_dd1du64 ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    for i in (1..order.len()).rev() {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        order.swap(i, (seed % (i as u64 + 1)) as usize);
-    }
+    shuffle(&mut order, &mut seed);
     order
 }
 
